@@ -1,0 +1,22 @@
+"""winagg: sliding-window aggregation for any monoid, at compiled speed.
+
+>>> import winagg
+>>> agg = winagg.make("daba_lite", "max")
+>>> agg.insert(3); agg.insert(5); agg.evict(); agg.query()
+5.0
+>>> winagg.rolling([1.0, 2.0, 3.0, 4.0], window=2, agg="sum")
+array([1., 3., 5., 7.])
+"""
+
+from . import aggregations
+from .errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
+                     UnknownNameError, UnsupportedOperationError, WinaggError)
+from .monoid import Monoid
+from .registry import AlgorithmInfo, algorithms, make
+from .rolling import rolling
+
+__version__ = "0.1.0"
+
+__all__ = ["Monoid", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling",
+           "WinaggError", "OutOfOrderError", "EmptyWindowError", "InvalidTimeError",
+           "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError"]

@@ -1,0 +1,48 @@
+"""Built-in aggregations, reachable as classes and by name.
+
+>>> from winagg import aggregations
+>>> aggregations.get("max")          # by name
+Max()
+>>> aggregations.Stddev(ddof=0)      # as a class with parameters
+Stddev(0)
+"""
+
+from __future__ import annotations
+
+from ..errors import UnknownNameError
+from ..monoid import Monoid
+from .base import Aggregation, Compiled
+from .numeric import (ArgMax, ArgMin, Count, GeoMean, Max, MaxCount, Mean, Min, MinCount,
+                      RelativeVariation, Stddev, StddevPop, Sum, Variance, VariancePop)
+from .order import M4, Collect, First, Last
+from .sketches import Bloom, BloomFilter, CountMin, CountMinSketch, HyperLogLog
+
+BUILTINS = (Count, Sum, Mean, Min, Max, ArgMin, ArgMax, MinCount, MaxCount, Variance, VariancePop,
+            Stddev, StddevPop, GeoMean, RelativeVariation, M4, First, Last, Collect, Bloom, CountMin,
+            HyperLogLog)
+
+_BY_NAME = {alias: cls for cls in BUILTINS for alias in cls.aliases}
+
+
+def names() -> list:
+    """Every name :func:`get` accepts."""
+    return sorted(_BY_NAME)
+
+
+def get(aggregation) -> Monoid:
+    """An aggregation from a name (``"max"``), a class (``Max``) or an instance (returned as is)."""
+    if isinstance(aggregation, Monoid):
+        return aggregation
+    if isinstance(aggregation, type) and issubclass(aggregation, Aggregation):
+        return aggregation()
+    if isinstance(aggregation, str):
+        cls = _BY_NAME.get(aggregation.lower())
+        if cls is None:
+            raise UnknownNameError(
+                f"unknown aggregation {aggregation!r}; known names: {', '.join(names())}")
+        return cls()
+    raise TypeError(f"expected an aggregation name, class or Monoid, got {type(aggregation).__name__}")
+
+
+__all__ = ["Aggregation", "Compiled", "Monoid", "get", "names", "BUILTINS", "BloomFilter",
+           "CountMinSketch"] + [cls.__name__ for cls in BUILTINS]

@@ -1,0 +1,479 @@
+"""Numeric aggregations, each written once as numba functions.
+
+Missing values (NaN) are skipped, as pandas and Spark skip them: they lift to
+the identity. Float partials are built only from the items in the window
+(no subtraction), so a window of zeros after large values sums to exactly 0.0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from ..layout import scalar_layout, tuple_layout
+from .base import Aggregation, Compiled, float_input
+
+INF = np.inf
+NAN = np.nan
+
+
+# ---------------------------------------------------------------- count, sum
+@nb.njit(cache=True)
+def _count_lift(x, row):
+    return np.int64(0) if x != x else np.int64(1)
+
+
+@nb.njit(cache=True)
+def _add(a, b):
+    return a + b
+
+
+@nb.njit(cache=True)
+def _negate(a):
+    return -a
+
+
+@nb.njit(cache=True)
+def _same(a):
+    return a
+
+
+@nb.njit(cache=True)
+def _float_lift(x, row):
+    return np.float64(x) if x == x else 0.0
+
+
+@nb.njit(cache=True)
+def _int_lift(x, row):
+    return np.int64(x)
+
+
+class Count(Aggregation):
+    """Number of non-missing items in the window."""
+
+    aliases = ("count",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("count", _count_lift, _add, _same, np.int64(0), scalar_layout(np.int64),
+                              np.int64, _negate, exact_inverse=True)
+        self._python_from(self._spec, identity=0, commutative=True, inverse=True, name="count")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class Sum(Aggregation):
+    """Sum of the items (missing values skipped; 0 for an empty window)."""
+
+    aliases = ("sum",)
+
+    def __init__(self):
+        super().__init__()
+        self._float = Compiled("sum_f", _float_lift, _add, _same, 0.0, scalar_layout(np.float64),
+                               np.float64, _negate)
+        self._int = Compiled("sum_i", _int_lift, _add, _same, np.int64(0), scalar_layout(np.int64),
+                             np.int64, _negate, exact_inverse=True)
+        self._python_from(self._float, identity=0, commutative=True, inverse=True, name="sum")
+
+    def compiled_for(self, dtype):
+        return self._float if float_input(dtype) else self._int
+
+
+# ---------------------------------------------------------------- mean
+@nb.njit(cache=True)
+def _mean_lift(x, row):
+    return (np.float64(x), np.int64(1)) if x == x else (0.0, np.int64(0))
+
+
+@nb.njit(cache=True)
+def _mean_lift_int(x, row):
+    return (np.int64(x), np.int64(1))
+
+
+@nb.njit(cache=True)
+def _pair_add(a, b):
+    return (a[0] + b[0], a[1] + b[1])
+
+
+@nb.njit(cache=True)
+def _pair_negate(a):
+    return (-a[0], -a[1])
+
+
+@nb.njit(cache=True)
+def _mean_lower(a):
+    return a[0] / a[1] if a[1] > 0 else np.nan
+
+
+class Mean(Aggregation):
+    """Arithmetic mean (NaN for an empty window). Partial: (sum, count)."""
+
+    aliases = ("mean", "avg")
+
+    def __init__(self):
+        super().__init__()
+        self._float = Compiled("mean_f", _mean_lift, _pair_add, _mean_lower, (0.0, np.int64(0)),
+                               tuple_layout(np.float64, np.int64), np.float64, _pair_negate)
+        self._int = Compiled("mean_i", _mean_lift_int, _pair_add, _mean_lower, (np.int64(0), np.int64(0)),
+                             tuple_layout(np.int64, np.int64), np.float64, _pair_negate,
+                             exact_inverse=True)
+        self._python_from(self._float, identity=(0, 0), commutative=True, inverse=True, name="mean")
+
+    def compiled_for(self, dtype):
+        return self._float if float_input(dtype) else self._int
+
+
+# ---------------------------------------------------------------- min, max
+@nb.njit(cache=True)
+def _max_lift(x, row):
+    return np.float64(x) if x == x else -np.inf
+
+
+@nb.njit(cache=True)
+def _min_lift(x, row):
+    return np.float64(x) if x == x else np.inf
+
+
+@nb.njit(cache=True)
+def _max(a, b):
+    return a if a >= b else b
+
+
+@nb.njit(cache=True)
+def _min(a, b):
+    return a if a <= b else b
+
+
+class Max(Aggregation):
+    """Largest item (-inf for an empty window)."""
+
+    aliases = ("max",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("max", _max_lift, _max, _same, -INF, scalar_layout(np.float64), np.float64)
+        self._python_from(self._spec, commutative=True, name="max")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class Min(Aggregation):
+    """Smallest item (inf for an empty window)."""
+
+    aliases = ("min",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("min", _min_lift, _min, _same, INF, scalar_layout(np.float64), np.float64)
+        self._python_from(self._spec, commutative=True, name="min")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- argmin, argmax
+@nb.njit(cache=True)
+def _argmax_lift(x, row):
+    return (np.float64(x), np.int64(row)) if x == x else (-np.inf, np.int64(-1))
+
+
+@nb.njit(cache=True)
+def _argmin_lift(x, row):
+    return (np.float64(x), np.int64(row)) if x == x else (np.inf, np.int64(-1))
+
+
+@nb.njit(cache=True)
+def _argmax_combine(a, b):
+    # Ties go to the older (left) item, so the operator is not commutative.
+    if b[1] >= 0 and (a[1] < 0 or b[0] > a[0]):
+        return b
+    return a
+
+
+@nb.njit(cache=True)
+def _argmin_combine(a, b):
+    if b[1] >= 0 and (a[1] < 0 or b[0] < a[0]):
+        return b
+    return a
+
+
+@nb.njit(cache=True)
+def _arg_lower(a):
+    return a[1]
+
+
+class ArgMax(Aggregation):
+    """Position of the largest item, the oldest one on ties (-1 for an empty window).
+
+    In :func:`winagg.rolling` the position is the row number in the input. Items
+    given to an aggregator directly are ``(value, position)`` pairs.
+    """
+
+    aliases = ("argmax",)
+    positional = True
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("argmax", _argmax_lift, _argmax_combine, _arg_lower, (-INF, np.int64(-1)),
+                              tuple_layout(np.float64, np.int64), np.int64)
+        self._python_from(self._spec, commutative=False, name="argmax")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class ArgMin(Aggregation):
+    """Position of the smallest item, the oldest one on ties (-1 for an empty window)."""
+
+    aliases = ("argmin",)
+    positional = True
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("argmin", _argmin_lift, _argmin_combine, _arg_lower, (INF, np.int64(-1)),
+                              tuple_layout(np.float64, np.int64), np.int64)
+        self._python_from(self._spec, commutative=False, name="argmin")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- maxcount, mincount
+@nb.njit(cache=True)
+def _maxcount_lift(x, row):
+    return (np.float64(x), np.int64(1)) if x == x else (-np.inf, np.int64(0))
+
+
+@nb.njit(cache=True)
+def _mincount_lift(x, row):
+    return (np.float64(x), np.int64(1)) if x == x else (np.inf, np.int64(0))
+
+
+@nb.njit(cache=True)
+def _maxcount_combine(a, b):
+    if a[0] > b[0]:
+        return a
+    if a[0] < b[0]:
+        return b
+    return (a[0], a[1] + b[1])
+
+
+@nb.njit(cache=True)
+def _mincount_combine(a, b):
+    if a[0] < b[0]:
+        return a
+    if a[0] > b[0]:
+        return b
+    return (a[0], a[1] + b[1])
+
+
+@nb.njit(cache=True)
+def _second(a):
+    return a[1]
+
+
+class MaxCount(Aggregation):
+    """How many items equal the window's maximum (the paper's running example)."""
+
+    aliases = ("maxcount",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("maxcount", _maxcount_lift, _maxcount_combine, _second, (-INF, np.int64(0)),
+                              tuple_layout(np.float64, np.int64), np.int64)
+        self._python_from(self._spec, commutative=True, name="maxcount")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class MinCount(Aggregation):
+    """How many items equal the window's minimum."""
+
+    aliases = ("mincount",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("mincount", _mincount_lift, _mincount_combine, _second, (INF, np.int64(0)),
+                              tuple_layout(np.float64, np.int64), np.int64)
+        self._python_from(self._spec, commutative=True, name="mincount")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- variance, stddev
+@nb.njit(cache=True)
+def _moments_lift(x, row):
+    return (1.0, np.float64(x), 0.0) if x == x else (0.0, 0.0, 0.0)
+
+
+@nb.njit(cache=True)
+def _moments_combine(a, b):
+    # Chan et al.'s pairwise update of (count, mean, sum of squared deviations).
+    if a[0] == 0.0:
+        return b
+    if b[0] == 0.0:
+        return a
+    n = a[0] + b[0]
+    if n == 0.0:  # an inverse cancelled every item
+        return (0.0, 0.0, 0.0)
+    delta = b[1] - a[1]
+    return (n, a[1] + delta * (b[0] / n), a[2] + b[2] + delta * delta * (a[0] * b[0] / n))
+
+
+@nb.njit(cache=True)
+def _moments_inverse(a):
+    return (-a[0], a[1], -a[2])
+
+
+def _variance_lower(ddof):
+    @nb.njit(cache=True)
+    def lower(a):
+        dof = a[0] - ddof
+        if dof <= 0.0:
+            return np.nan
+        return max(a[2], 0.0) / dof
+    return lower
+
+
+def _stddev_lower(ddof):
+    @nb.njit(cache=True)
+    def lower(a):
+        dof = a[0] - ddof
+        if dof <= 0.0:
+            return np.nan
+        return math.sqrt(max(a[2], 0.0) / dof)
+    return lower
+
+
+_VAR_LOWER = {0: _variance_lower(0), 1: _variance_lower(1)}
+_STD_LOWER = {0: _stddev_lower(0), 1: _stddev_lower(1)}
+
+
+def _check_ddof(ddof):
+    if ddof not in (0, 1):
+        raise ValueError(f"ddof must be 0 (population) or 1 (sample), got {ddof!r}")
+
+
+class Variance(Aggregation):
+    """Variance: sample (``ddof=1``, like pandas) or population (``ddof=0``).
+
+    Partial: (count, mean, sum of squared deviations), merged pairwise.
+    """
+
+    aliases = ("variance", "var")
+
+    def __init__(self, ddof: int = 1):
+        _check_ddof(ddof)
+        super().__init__(ddof)
+        self._spec = Compiled(f"var{ddof}", _moments_lift, _moments_combine, _VAR_LOWER[ddof], (0.0, 0.0, 0.0),
+                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse)
+        self._python_from(self._spec, commutative=True, inverse=True, name=f"variance(ddof={ddof})")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class Stddev(Aggregation):
+    """Standard deviation: sample (``ddof=1``, like pandas) or population (``ddof=0``)."""
+
+    aliases = ("stddev", "std")
+
+    def __init__(self, ddof: int = 1):
+        _check_ddof(ddof)
+        super().__init__(ddof)
+        self._spec = Compiled(f"std{ddof}", _moments_lift, _moments_combine, _STD_LOWER[ddof], (0.0, 0.0, 0.0),
+                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse)
+        self._python_from(self._spec, commutative=True, inverse=True, name=f"stddev(ddof={ddof})")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- geomean, relative variation
+@nb.njit(cache=True)
+def _geomean_lift(x, row):
+    return (math.log(x), np.int64(1)) if x == x else (0.0, np.int64(0))
+
+
+@nb.njit(cache=True)
+def _geomean_lower(a):
+    return math.exp(a[0] / a[1]) if a[1] > 0 else np.nan
+
+
+class GeoMean(Aggregation):
+    """Geometric mean of positive items. Partial: (sum of logs, count)."""
+
+    aliases = ("geomean",)
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("geomean", _geomean_lift, _pair_add, _geomean_lower, (0.0, np.int64(0)),
+                              tuple_layout(np.float64, np.int64), np.float64, _pair_negate)
+        self._python_from(self._spec, commutative=True, inverse=True, name="geomean")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+@nb.njit(cache=True)
+def _minmax_lift(x, row):
+    return (np.float64(x), np.float64(x)) if x == x else (np.inf, -np.inf)
+
+
+@nb.njit(cache=True)
+def _minmax_combine(a, b):
+    return (a[0] if a[0] <= b[0] else b[0], a[1] if a[1] >= b[1] else b[1])
+
+
+@nb.njit(cache=True)
+def _relvar_lower(a):
+    if a[1] < a[0]:  # empty window
+        return np.nan
+    return (a[1] - a[0]) / a[1]
+
+
+class RelativeVariation(Aggregation):
+    """Relative variation (max - min) / max. Partial: (min, max)."""
+
+    aliases = ("relvar", "relative_variation")
+
+    def __init__(self):
+        super().__init__()
+        self._spec = Compiled("relvar", _minmax_lift, _minmax_combine, _relvar_lower, (INF, -INF),
+                              tuple_layout(np.float64, np.float64), np.float64)
+        self._python_from(self._spec, commutative=True, name="relvar")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+class StddevPop(Stddev):
+    """Population standard deviation (``Stddev(ddof=0)``)."""
+
+    aliases = ("stddev_pop", "std_pop")
+
+    def __init__(self):
+        super().__init__(0)
+        self._args = ()
+
+    def __reduce__(self):
+        return (StddevPop, ())
+
+
+class VariancePop(Variance):
+    """Population variance (``Variance(ddof=0)``)."""
+
+    aliases = ("variance_pop", "var_pop")
+
+    def __init__(self):
+        super().__init__(0)
+        self._args = ()
+
+    def __reduce__(self):
+        return (VariancePop, ())

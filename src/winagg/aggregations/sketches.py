@@ -1,0 +1,375 @@
+"""Mergeable sketches: Bloom filter, Count-Min sketch, HyperLogLog.
+
+Every item is first turned into a 64-bit key that is the same in every
+process (Python's own ``hash`` of a string is salted per process, which
+would break sketches merged across Spark workers): integers and integral
+floats map to their integer value, other floats to their mantissa and
+exponent, strings and bytes to a BLAKE2b digest. Keys are then spread by the
+SplitMix64 finalizer. Missing values (NaN, None) lift to the empty sketch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numba as nb
+import numpy as np
+
+from ..layout import vector_layout
+from .base import Aggregation, Compiled
+
+_U = np.uint64
+_GOLDEN = _U(0x9E3779B97F4A7C15)
+_M1 = _U(0xBF58476D1CE4E5B9)
+_M2 = _U(0x94D049BB133111EB)
+
+
+@nb.njit(cache=True)
+def mix64(z):
+    """SplitMix64 finalizer on a uint64."""
+    z = (z ^ (z >> _U(30))) * _M1
+    z = (z ^ (z >> _U(27))) * _M2
+    return z ^ (z >> _U(31))
+
+
+@nb.njit(cache=True)
+def float_key(x):
+    """The 64-bit key of a number; integral values give their integer."""
+    if x == math.floor(x) and abs(x) < 9.2e18:
+        return _U(np.int64(x))
+    mantissa, exponent = math.frexp(x)
+    return _U(np.int64(mantissa * 9007199254740992.0)) ^ (_U(exponent + 4096) << _U(53))
+
+
+def stable_key(item):
+    """The 64-bit key of any item, or None for a missing one (None, NaN)."""
+    if item is None:
+        return None
+    if isinstance(item, (bool, np.bool_)):
+        return _U(int(item))
+    if isinstance(item, (int, np.integer)):
+        return _U(int(item) & 0xFFFFFFFFFFFFFFFF)
+    if isinstance(item, (float, np.floating)):
+        if item != item:
+            return None
+        return float_key(float(item))
+    if isinstance(item, str):
+        data = item.encode("utf-8")
+    elif isinstance(item, (bytes, bytearray)):
+        data = bytes(item)
+    else:
+        data = repr(item).encode("utf-8")
+    return _U(int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little"))
+
+
+def _python_lift(key_lift, empty):
+    def lift(item):
+        key = stable_key(item)
+        return empty if key is None else key_lift(key)
+    return lift
+
+
+@nb.njit(cache=True)
+def _bitwise_or(a, b):
+    return a | b
+
+
+@nb.njit(cache=True)
+def _elementwise_max(a, b):
+    return np.maximum(a, b)
+
+
+@nb.njit(cache=True)
+def _elementwise_add(a, b):
+    return a + b
+
+
+@nb.njit(cache=True)
+def _elementwise_negate(a):
+    return -a
+
+
+@nb.njit(cache=True)
+def _popcount(words):
+    total = 0
+    for w in words:
+        w = w - ((w >> _U(1)) & _U(0x5555555555555555))
+        w = (w & _U(0x3333333333333333)) + ((w >> _U(2)) & _U(0x3333333333333333))
+        w = (w + (w >> _U(4))) & _U(0x0F0F0F0F0F0F0F0F)
+        total += np.int64((w * _U(0x0101010101010101)) >> _U(56))
+    return total
+
+
+# ---------------------------------------------------------------- Bloom filter
+_bloom_cache: dict = {}
+
+
+def _bloom_kernels(bits, hashes):
+    if (bits, hashes) in _bloom_cache:
+        return _bloom_cache[(bits, hashes)]
+    words = bits // 64
+    nbits = _U(bits)
+
+    @nb.njit(cache=True)
+    def bit_positions(key):
+        out = np.empty(hashes, np.uint64)
+        h = key
+        for k in range(hashes):
+            h = mix64(h + _GOLDEN * _U(k + 1))
+            out[k] = h % nbits
+        return out
+
+    @nb.njit(cache=True)
+    def lift_key(key):
+        filt = np.zeros(words, np.uint64)
+        for bit in bit_positions(key):
+            filt[bit >> _U(6)] |= _U(1) << (bit & _U(63))
+        return filt
+
+    @nb.njit(cache=True)
+    def contains_key(filt, key):
+        for bit in bit_positions(key):
+            if (filt[bit >> _U(6)] >> (bit & _U(63))) & _U(1) == _U(0):
+                return False
+        return True
+
+    @nb.njit(cache=True)
+    def lift(x, row):
+        if x != x:
+            return np.zeros(words, np.uint64)
+        return lift_key(float_key(np.float64(x)))
+
+    @nb.njit(cache=True)
+    def estimate(filt):
+        # Swamidass and Baldi's estimate of the number of distinct items inserted.
+        ones = _popcount(filt)
+        if ones >= bits:
+            return np.inf
+        return -(bits / hashes) * math.log(1.0 - ones / bits)
+
+    _bloom_cache[(bits, hashes)] = (lift_key, contains_key, lift, estimate)
+    return _bloom_cache[(bits, hashes)]
+
+
+class BloomFilter:
+    """The lowered Bloom filter of a window: answers ``item in filter``."""
+
+    def __init__(self, words, hashes, contains_key, estimate):
+        self.words = words
+        self.hashes = hashes
+        self._contains_key = contains_key
+        self._estimate = estimate
+
+    def __contains__(self, item):
+        key = stable_key(item)
+        return False if key is None else bool(self._contains_key(self.words, key))
+
+    def estimated_count(self) -> float:
+        """Estimated number of distinct items in the window."""
+        return float(self._estimate(self.words))
+
+    def __repr__(self):
+        return f"BloomFilter(bits={self.words.size * 64}, ones={int(_popcount(self.words))})"
+
+
+class Bloom(Aggregation):
+    """Bloom filter of the window's items (default 4096 bits, 4 hashes, as the papers).
+
+    Lowered in Python to a :class:`BloomFilter` (``item in result``). In the
+    compiled :func:`winagg.rolling` path each row gets the estimated number of
+    distinct items in its window, or with ``probe=x`` 1.0/0.0 for whether
+    ``x`` may be in the window.
+    """
+
+    aliases = ("bloom",)
+
+    def __init__(self, bits: int = 4096, hashes: int = 4, probe=None):
+        if bits <= 0 or bits % 64:
+            raise ValueError(f"bits must be a positive multiple of 64, got {bits!r}")
+        if hashes <= 0:
+            raise ValueError(f"hashes must be positive, got {hashes!r}")
+        super().__init__(bits=bits, hashes=hashes, probe=probe)
+        self.bits, self.hashes = bits, hashes
+        lift_key, contains_key, lift, estimate = _bloom_kernels(bits, hashes)
+        empty = np.zeros(bits // 64, np.uint64)
+        if probe is None:
+            lower = estimate
+        else:
+            probe_key = stable_key(probe)
+
+            @nb.njit(cache=True)
+            def lower(filt):
+                return 1.0 if contains_key(filt, probe_key) else 0.0
+
+        self._spec = Compiled(f"bloom{bits}x{hashes}p{probe!r}", lift, _bitwise_or, lower, empty,
+                              vector_layout(bits // 64, np.uint64), np.float64)
+        Aggregation._init_python(
+            self, empty, _bitwise_or.py_func, _python_lift(lift_key, empty),
+            lambda filt: BloomFilter(filt, hashes, contains_key, estimate), True, "bloom")
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- Count-Min sketch
+_countmin_cache: dict = {}
+
+
+def _countmin_kernels(width, depth):
+    if (width, depth) in _countmin_cache:
+        return _countmin_cache[(width, depth)]
+    w = _U(width)
+
+    @nb.njit(cache=True)
+    def lift_key(key):
+        counts = np.zeros(width * depth, np.int64)
+        for row in range(depth):
+            counts[row * width + np.int64(mix64(key + _GOLDEN * _U(row + 1)) % w)] += 1
+        return counts
+
+    @nb.njit(cache=True)
+    def estimate_key(counts, key):
+        best = np.iinfo(np.int64).max
+        for row in range(depth):
+            c = counts[row * width + np.int64(mix64(key + _GOLDEN * _U(row + 1)) % w)]
+            if c < best:
+                best = c
+        return best
+
+    @nb.njit(cache=True)
+    def lift(x, row):
+        if x != x:
+            return np.zeros(width * depth, np.int64)
+        return lift_key(float_key(np.float64(x)))
+
+    @nb.njit(cache=True)
+    def total(counts):
+        return np.float64(counts[:width].sum())
+
+    _countmin_cache[(width, depth)] = (lift_key, estimate_key, lift, total)
+    return _countmin_cache[(width, depth)]
+
+
+class CountMinSketch:
+    """The lowered Count-Min sketch of a window: ``sketch[item]`` estimates its frequency."""
+
+    def __init__(self, counts, estimate_key):
+        self.counts = counts
+        self._estimate_key = estimate_key
+
+    def __getitem__(self, item):
+        return self.estimate(item)
+
+    def estimate(self, item) -> int:
+        """An upper bound on how often ``item`` occurs in the window (exact with no collisions)."""
+        key = stable_key(item)
+        return 0 if key is None else int(self._estimate_key(self.counts, key))
+
+    def __repr__(self):
+        return f"CountMinSketch(cells={self.counts.size})"
+
+
+class CountMin(Aggregation):
+    """Count-Min sketch (``width`` counters in each of ``depth`` rows) of the window's items.
+
+    Lowered in Python to a :class:`CountMinSketch` (``sketch[item]``); compiled, each
+    row gets the number of items, or with ``probe=x`` the frequency estimate of ``x``.
+    Counts are integers, so the inverse (subtracting a sketch) is exact.
+    """
+
+    aliases = ("countmin", "count_min")
+
+    def __init__(self, width: int = 512, depth: int = 4, probe=None):
+        if width <= 0 or depth <= 0:
+            raise ValueError(f"width and depth must be positive, got {width!r}, {depth!r}")
+        super().__init__(width=width, depth=depth, probe=probe)
+        lift_key, estimate_key, lift, total = _countmin_kernels(width, depth)
+        empty = np.zeros(width * depth, np.int64)
+        if probe is None:
+            lower = total
+        else:
+            probe_key = stable_key(probe)
+
+            @nb.njit(cache=True)
+            def lower(counts):
+                return np.float64(estimate_key(counts, probe_key))
+
+        self._spec = Compiled(f"countmin{width}x{depth}p{probe!r}", lift, _elementwise_add, lower, empty,
+                              vector_layout(width * depth, np.int64), np.float64, _elementwise_negate,
+                              exact_inverse=True)
+        Aggregation._init_python(
+            self, empty, _elementwise_add.py_func, _python_lift(lift_key, empty),
+            lambda counts: CountMinSketch(counts, estimate_key), True, "countmin",
+            inverse=_elementwise_negate.py_func)
+
+    def compiled_for(self, dtype):
+        return self._spec
+
+
+# ---------------------------------------------------------------- HyperLogLog
+_hll_cache: dict = {}
+
+
+def _hll_kernels(precision):
+    if precision in _hll_cache:
+        return _hll_cache[precision]
+    registers = 1 << precision
+    rest_bits = 64 - precision
+    alpha = 0.7213 / (1.0 + 1.079 / registers)
+
+    @nb.njit(cache=True)
+    def lift_key(key):
+        regs = np.zeros(registers, np.uint8)
+        h = mix64(key)
+        index = np.int64(h >> _U(rest_bits))
+        rest = h << _U(precision)
+        rank = 1
+        while rank <= rest_bits and (rest >> _U(63)) == _U(0):
+            rest = rest << _U(1)
+            rank += 1
+        regs[index] = rank
+        return regs
+
+    @nb.njit(cache=True)
+    def lift(x, row):
+        if x != x:
+            return np.zeros(registers, np.uint8)
+        return lift_key(float_key(np.float64(x)))
+
+    @nb.njit(cache=True)
+    def estimate(regs):
+        inverse_sum = 0.0
+        zeros = 0
+        for r in regs:
+            inverse_sum += 2.0 ** (-np.float64(r))
+            if r == 0:
+                zeros += 1
+        raw = alpha * registers * registers / inverse_sum
+        if raw <= 2.5 * registers and zeros > 0:  # small range: linear counting
+            return registers * math.log(registers / zeros)
+        return raw
+
+    _hll_cache[precision] = (lift_key, lift, estimate)
+    return _hll_cache[precision]
+
+
+class HyperLogLog(Aggregation):
+    """HyperLogLog with ``2**precision`` registers: lowered to the estimated number of distinct items."""
+
+    aliases = ("hll", "hyperloglog")
+
+    def __init__(self, precision: int = 10):
+        if not 4 <= precision <= 16:
+            raise ValueError(f"precision must be in 4..16, got {precision!r}")
+        super().__init__(precision=precision)
+        lift_key, lift, estimate = _hll_kernels(precision)
+        empty = np.zeros(1 << precision, np.uint8)
+        self._spec = Compiled(f"hll{precision}", lift, _elementwise_max, estimate, empty,
+                              vector_layout(1 << precision, np.uint8), np.float64)
+        Aggregation._init_python(
+            self, empty, _elementwise_max.py_func, _python_lift(lift_key, empty),
+            lambda regs: float(estimate(regs)), True, "hyperloglog")
+
+    def compiled_for(self, dtype):
+        return self._spec

@@ -1,0 +1,1 @@
+"""In-order (FIFO) sliding-window aggregators, one module per algorithm."""

@@ -1,0 +1,74 @@
+"""Compiled whole-loop kernels: one algorithm x one built-in aggregation, all in numba.
+
+A kernel is built from the algorithm's ``build(ops)`` with numba ops, so the
+loop never enters the interpreter. Kernels are cached in memory per process
+and on disk by numba (``cache=True``), keyed by the algorithm and the
+aggregation's compiled description.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .ops import compiled_ops
+
+_kernels: dict = {}
+
+
+def _funcs(algorithm, spec):
+    key = ("funcs", algorithm.name, spec.key)
+    if key not in _kernels:
+        _kernels[key] = algorithm.load().build(compiled_ops(spec))
+    return _kernels[key]
+
+
+def count_kernel(algorithm, spec):
+    """``kernel(values, window) -> out``: out[i] is the aggregate of rows max(0, i-window+1)..i."""
+    key = ("count", algorithm.name, spec.key)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, size = _funcs(algorithm, spec)
+    lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
+
+    @nb.njit(cache=True)
+    def kernel(values, window):
+        n = values.shape[0]
+        out = np.empty(n, out_dtype)
+        st = init(window + 1)
+        for i in range(n):
+            if size(st) == window:
+                st = evict(st)
+            st = insert(st, lift(values[i], i))
+            out[i] = lower(query(st))
+        return out
+
+    _kernels[key] = kernel
+    return kernel
+
+
+def time_kernel(algorithm, spec):
+    """``kernel(values, times, window) -> out`` for sorted times: out[i] covers times in (t_i - window, t_i]."""
+    key = ("time", algorithm.name, spec.key)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, size = _funcs(algorithm, spec)
+    lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
+
+    @nb.njit(cache=True)
+    def kernel(values, times, window):
+        n = values.shape[0]
+        out = np.empty(n, out_dtype)
+        st = init(16)
+        oldest = 0
+        for i in range(n):
+            st = insert(st, lift(values[i], i))
+            horizon = times[i] - window
+            while times[oldest] <= horizon:  # a bulk eviction by time
+                st = evict(st)
+                oldest += 1
+            out[i] = lower(query(st))
+        return out
+
+    _kernels[key] = kernel
+    return kernel

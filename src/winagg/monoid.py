@@ -1,0 +1,84 @@
+"""The aggregation contract: a monoid with lift and lower.
+
+An aggregation maps each input with ``lift`` to a partial aggregate, merges
+partials with ``combine`` (associative, the left argument holds the older
+data), starts from ``identity``, and turns a partial into the answer with
+``lower``. Commutativity and an inverse are optional declarations that some
+algorithms use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+
+def _same(x):
+    return x
+
+
+class Monoid:
+    """A user-defined aggregation built from plain Python callables.
+
+    Parameters
+    ----------
+    identity:
+        The partial of an empty window; ``combine(identity, p) == p == combine(p, identity)``.
+    combine:
+        ``combine(older, younger) -> partial``; must be associative.
+    lift:
+        ``lift(item) -> partial`` (default: the item itself).
+    lower:
+        ``lower(partial) -> answer`` (default: the partial itself).
+    commutative:
+        Declare that ``combine(a, b) == combine(b, a)``.
+    inverse:
+        ``inverse(p)`` such that ``combine(inverse(p), combine(p, q)) == q``; needed by ``soe``.
+    name:
+        A label used in reprs and reports.
+
+    Partials are treated as immutable values: ``combine`` must return a new
+    partial rather than modify an argument.
+    """
+
+    def __init__(
+        self,
+        identity: Any,
+        combine: Callable[[Any, Any], Any],
+        lift: Optional[Callable[[Any], Any]] = None,
+        lower: Optional[Callable[[Any], Any]] = None,
+        *,
+        commutative: bool = False,
+        inverse: Optional[Callable[[Any], Any]] = None,
+        name: Optional[str] = None,
+    ):
+        if not callable(combine):
+            raise TypeError(f"combine must be callable, got {type(combine).__name__}")
+        for label, fn in (("lift", lift), ("lower", lower), ("inverse", inverse)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{label} must be callable or None, got {type(fn).__name__}")
+        self.identity = identity
+        self.combine = combine
+        self.lift = lift if lift is not None else _same
+        self.lower = lower if lower is not None else _same
+        self.commutative = bool(commutative)
+        self.inverse = inverse
+        self.name = name or getattr(combine, "__name__", "monoid")
+
+    @property
+    def invertible(self) -> bool:
+        """True when the monoid declares an inverse (subtract-on-evict can use it)."""
+        return self.inverse is not None
+
+    def compiled_for(self, dtype):
+        """The numba kernel description for inputs of ``dtype``; None: user monoids run in Python."""
+        return None
+
+    def fold(self, items) -> Any:
+        """Lowered aggregate of ``items`` by a plain left-to-right fold (the reference answer)."""
+        acc = self.identity
+        for item in items:
+            acc = self.combine(acc, self.lift(item))
+        return self.lower(acc)
+
+    def __repr__(self):
+        return f"Monoid({self.name!r}, commutative={self.commutative}, invertible={self.invertible})"
