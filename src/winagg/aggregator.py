@@ -35,7 +35,7 @@ class FifoAggregator:
         self.algorithm = algorithm
         self.monoid = monoid
         self._funcs = algorithm.load().build(python_ops(monoid))
-        self._state = self._funcs.init(capacity)
+        self._bufs, self._state = self._funcs.init(capacity)
         self._times: deque = deque()
         self._arrivals = 0
 
@@ -54,7 +54,8 @@ class FifoAggregator:
         """Append ``value`` at ``time`` (default: its arrival number)."""
         time = self._next_time(time)
         partial = self.monoid.lift(value)
-        self._state = self._funcs.insert(self._state, partial)
+        self._make_room(1)
+        self._state = self._funcs.insert(self._bufs, self._state, partial)
         self._times.append(time)
         self._arrivals += 1
 
@@ -76,19 +77,25 @@ class FifoAggregator:
                     f"must be sorted and no older than the window's youngest time")
             previous = t
         partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
-        state = self._state
+        self._make_room(len(partials))
+        state, bufs, insert = self._state, self._bufs, self._funcs.insert
         for p in partials:
-            state = self._funcs.insert(state, p)
+            state = insert(bufs, state, p)
         self._state = state
         self._times.extend(times)
         self._arrivals += len(values)
+
+    def _make_room(self, count):
+        # st = (mask, first, end, ...): capacity is mask + 1
+        while self._state[2] - self._state[1] + count > self._state[0] + 1:
+            self._bufs, self._state = self._funcs.grow(self._bufs, self._state)
 
     # ------------------------------------------------------------ evicting
     def evict(self) -> None:
         """Drop the oldest item; :class:`EmptyWindowError` if the window is empty."""
         if not self._times:
             raise EmptyWindowError(f"evict() on an empty window ({self.algorithm.name})")
-        self._state = self._funcs.evict(self._state)
+        self._state = self._funcs.evict(self._bufs, self._state)
         self._times.popleft()
 
     def bulk_evict(self, time) -> int:
@@ -96,7 +103,7 @@ class FifoAggregator:
         check_time(time)
         dropped = 0
         while self._times and self._times[0] <= time:
-            self._state = self._funcs.evict(self._state)
+            self._state = self._funcs.evict(self._bufs, self._state)
             self._times.popleft()
             dropped += 1
         return dropped
@@ -107,7 +114,7 @@ class FifoAggregator:
         if t_from is not None or t_to is not None:
             raise UnsupportedOperationError(
                 f"{self.algorithm.name!r} has no range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
-        return self.monoid.lower(self._funcs.query(self._state))
+        return self.monoid.lower(self._funcs.query(self._bufs, self._state))
 
     def __len__(self) -> int:
         return len(self._times)
@@ -125,7 +132,7 @@ class FifoAggregator:
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
-        return {"algorithm": self.algorithm.name, "monoid": self.monoid, "state": self._state,
+        return {"algorithm": self.algorithm.name, "monoid": self.monoid, "bufs": self._bufs, "state": self._state,
                 "times": self._times, "arrivals": self._arrivals}
 
     def __setstate__(self, saved):
@@ -134,6 +141,7 @@ class FifoAggregator:
         self.algorithm = info(saved["algorithm"])
         self.monoid = saved["monoid"]
         self._funcs = self.algorithm.load().build(python_ops(self.monoid))
+        self._bufs = saved["bufs"]
         self._state = saved["state"]
         self._times = saved["times"]
         self._arrivals = saved["arrivals"]

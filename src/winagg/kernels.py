@@ -28,19 +28,19 @@ def count_kernel(algorithm, spec):
     key = ("count", algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, size = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @nb.njit(cache=True)
     def kernel(values, window):
         n = values.shape[0]
         out = np.empty(n, out_dtype)
-        st = init(window + 1)
+        bufs, st = init(window + 1)  # never grows: the window is at most `window` items
         for i in range(n):
-            if size(st) == window:
-                st = evict(st)
-            st = insert(st, lift(values[i], i))
-            out[i] = lower(query(st))
+            if st[2] - st[1] == window:
+                st = evict(bufs, st)
+            st = insert(bufs, st, lift(values[i], i))
+            out[i] = lower(query(bufs, st))
         return out
 
     _kernels[key] = kernel
@@ -52,22 +52,24 @@ def time_kernel(algorithm, spec):
     key = ("time", algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, size = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @nb.njit(cache=True)
     def kernel(values, times, window):
         n = values.shape[0]
         out = np.empty(n, out_dtype)
-        st = init(16)
+        bufs, st = init(16)
         oldest = 0
         for i in range(n):
-            st = insert(st, lift(values[i], i))
+            if st[2] - st[1] > st[0]:
+                bufs, st = grow(bufs, st)
+            st = insert(bufs, st, lift(values[i], i))
             horizon = times[i] - window
             while times[oldest] <= horizon:  # a bulk eviction by time
-                st = evict(st)
+                st = evict(bufs, st)
                 oldest += 1
-            out[i] = lower(query(st))
+            out[i] = lower(query(bufs, st))
         return out
 
     _kernels[key] = kernel

@@ -25,21 +25,41 @@ class Ops(NamedTuple):
     store: Callable
     inverse: Optional[Callable]
     jit: Callable  # decorator applied to each built function (identity in Python mode)
+    jit_call: Callable  # the same, for a rare slow path kept out of line (not inlined)
 
 
 class Funcs(NamedTuple):
     """One algorithm specialised to one monoid.
 
-    ``init(capacity) -> state``; ``insert(state, partial) -> state``;
-    ``evict(state) -> state`` (caller guarantees a non-empty window);
-    ``query(state) -> partial``; ``size(state) -> int``.
+    The state is split in two: ``bufs`` (the buffers, mutated in place) and
+    ``st``, a tuple of positions and partials that every call returns anew.
+    Returning arrays from a compiled function costs reference counting on
+    every call, so only ``init`` and ``grow`` return buffers. By convention
+    ``st`` starts with ``(mask, first, end)``: capacity is ``mask + 1`` and the
+    window holds positions ``first .. end - 1``.
+
+    ``init(capacity) -> (bufs, st)``; ``insert(bufs, st, partial) -> st``
+    (the caller grows first when the window is full: ``size(st) > st[0]``);
+    ``evict(bufs, st) -> st`` (the caller guarantees a non-empty window);
+    ``query(bufs, st) -> partial``; ``grow(bufs, st) -> (bufs, st)`` doubles
+    the capacity.
     """
 
     init: Callable
     insert: Callable
     evict: Callable
     query: Callable
-    size: Callable
+    grow: Callable
+
+
+def size(st) -> int:
+    """Number of items in a window state (``end - first``)."""
+    return st[2] - st[1]
+
+
+def full(st) -> bool:
+    """True when the next insert needs ``grow`` first."""
+    return st[2] - st[1] > st[0]
 
 
 def _no_jit(fn):
@@ -49,17 +69,22 @@ def _no_jit(fn):
 def python_ops(monoid) -> Ops:
     """Ops that run the algorithm in plain Python over a list of arbitrary partials."""
     return Ops(monoid.combine, monoid.identity, PYTHON.alloc, PYTHON.load, PYTHON.store,
-               monoid.inverse, _no_jit)
+               monoid.inverse, _no_jit, _no_jit)
 
 
-def _njit(fn):
+def _njit_inline(fn):
+    # Inlined at numba's IR level: the kernel loop then holds the whole algorithm.
+    return nb.njit(cache=True, inline="always")(fn)
+
+
+def _njit_call(fn):
     return nb.njit(cache=True)(fn)
 
 
 def compiled_ops(spec) -> Ops:
     """Ops that compile the algorithm with numba for a built-in aggregation's description."""
     layout = spec.layout
-    return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse, _njit)
+    return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse, _njit_inline, _njit_call)
 
 
 @nb.njit(cache=True)
@@ -71,19 +96,19 @@ def power_of_two_at_least(n):
     return cap
 
 
-def build_grow(ops: Ops):
-    """``grow(buf, mask, first, end) -> (buf, mask)``: double a ring buffer, keeping absolute positions.
+def build_regrow(ops: Ops):
+    """``regrow(buf, mask, first, end) -> buf``: a ring buffer of twice the capacity.
 
     Positions are never wrapped: a slot is ``position & mask``, so after the
     copy every position in ``[first, end)`` still finds its partial.
     """
     alloc, load, store = ops.alloc, ops.load, ops.store
 
-    def grow(buf, mask, first, end):
+    def regrow(buf, mask, first, end):
         new_mask = 2 * mask + 1
         new_buf = alloc(new_mask + 1)
         for pos in range(first, end):
             store(new_buf, pos & new_mask, load(buf, pos & mask))
-        return new_buf, new_mask
+        return new_buf
 
-    return ops.jit(grow)
+    return ops.jit(regrow)

@@ -7,7 +7,7 @@ delimit the sublists l_F = [F, B) (with l_L = [L, R), l_R = [R, A),
 l_A = [A, B) inside it) and l_B = [B, E); see the digest for the invariants.
 """
 
-from ..ops import Funcs, build_grow, power_of_two_at_least
+from ..ops import Funcs, build_regrow, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/4/3 combines per query/insert/evict)",
             space="2n", paper="003")
@@ -15,54 +15,56 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/4/3 c
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
-    grow = build_grow(ops)
+    regrow = build_regrow(ops)
 
-    # State: (vals, aggs, mask, F, L, R, A, B, E).
+    # bufs: (vals, aggs); st: (mask, F, E, L, R, A, B).
     def init(capacity):
         cap = power_of_two_at_least(capacity)
-        return (alloc(cap), alloc(cap), cap - 1, 0, 0, 0, 0, 0, 0)
+        return (alloc(cap), alloc(cap)), (cap - 1, 0, 0, 0, 0, 0, 0)
 
-    def fixup(st):
-        vals, aggs, mask, f, l, r, a, b, e = st
+    def fixup(bufs, st):
+        vals, aggs = bufs
+        mask, f, e, l, r, a, b = st
         if f == b:  # singleton (or empty): everything is l_F
-            return (vals, aggs, mask, f, e, e, e, e, e)
+            return (mask, f, e, e, e, e, e)
         if l == b:  # flip: old l_F becomes l_L, old l_B becomes l_R
             l = f
             a = e
             b = e
         if l == r:  # shift
-            return (vals, aggs, mask, f, l + 1, r + 1, a + 1, b, e)
+            return (mask, f, e, l + 1, r + 1, a + 1, b)
         # shrink: read every aggregate before moving a position
         agg_l = load(aggs, l & mask)  # l != r here
         agg_r = load(aggs, (a - 1) & mask) if r != a else identity
         agg_a = load(aggs, a & mask) if a != b else identity
         store(aggs, l & mask, combine(combine(agg_l, agg_r), agg_a))
         store(aggs, (a - 1) & mask, combine(load(vals, (a - 1) & mask), agg_a))
-        return (vals, aggs, mask, f, l + 1, r, a - 1, b, e)
+        return (mask, f, e, l + 1, r, a - 1, b)
 
     fixup = jit(fixup)
 
-    def insert(st, value):
-        vals, aggs, mask, f, l, r, a, b, e = st
-        if e - f > mask:
-            vals, mask_v = grow(vals, mask, f, e)
-            aggs, mask = grow(aggs, mask, f, e)
+    def insert(bufs, st, value):
+        vals, aggs = bufs
+        mask, f, e, l, r, a, b = st
         back_agg = load(aggs, (e - 1) & mask) if b != e else identity
         store(vals, e & mask, value)
         store(aggs, e & mask, combine(back_agg, value))
-        return fixup((vals, aggs, mask, f, l, r, a, b, e + 1))
+        return fixup(bufs, (mask, f, e + 1, l, r, a, b))
 
-    def evict(st):
-        vals, aggs, mask, f, l, r, a, b, e = st
-        return fixup((vals, aggs, mask, f + 1, l, r, a, b, e))
+    def evict(bufs, st):
+        mask, f, e, l, r, a, b = st
+        return fixup(bufs, (mask, f + 1, e, l, r, a, b))
 
-    def query(st):
-        vals, aggs, mask, f, l, r, a, b, e = st
+    def query(bufs, st):
+        vals, aggs = bufs
+        mask, f, e, l, r, a, b = st
         front_agg = load(aggs, f & mask) if f != b else identity
         back_agg = load(aggs, (e - 1) & mask) if b != e else identity
         return combine(front_agg, back_agg)
 
-    def size(st):
-        return st[8] - st[3]
+    def grow(bufs, st):
+        mask, f, e, l, r, a, b = st
+        new_bufs = (regrow(bufs[0], mask, f, e), regrow(bufs[1], mask, f, e))
+        return new_bufs, (2 * mask + 1, f, e, l, r, a, b)
 
-    return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(size))
+    return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(grow))

@@ -2,7 +2,7 @@
 holds suffix aggregates, the back part raw items plus one running aggregate ``aggB``.
 Amortized O(1), worst case O(n)."""
 
-from ..ops import Funcs, build_grow, power_of_two_at_least
+from ..ops import Funcs, build_regrow, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="n + 1",
             paper="003")
@@ -10,37 +10,43 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst 
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
-    grow = build_grow(ops)
+    regrow = build_regrow(ops)
 
-    # State: (buf, mask, F, B, E, aggB).
+    # bufs: one buffer; st: (mask, F, E, B, aggB).
     def init(capacity):
         cap = power_of_two_at_least(capacity)
-        return (alloc(cap), cap - 1, 0, 0, 0, identity)
+        return alloc(cap), (cap - 1, 0, 0, 0, identity)
 
-    def insert(st, value):
-        buf, mask, front, back, end, agg_back = st
-        if end - front > mask:
-            buf, mask = grow(buf, mask, front, end)
+    def insert(buf, st, value):
+        mask, front, end, back, agg_back = st
         store(buf, end & mask, value)
-        return (buf, mask, front, back, end + 1, combine(agg_back, value))
+        return (mask, front, end + 1, back, combine(agg_back, value))
 
-    def evict(st):
-        buf, mask, front, back, end, agg_back = st
-        if front == back and back != end:  # flip: right-to-left suffix scan, older on the left
-            pos = end - 1
-            while pos != front:
-                pos -= 1
-                store(buf, pos & mask, combine(load(buf, pos & mask), load(buf, (pos + 1) & mask)))
+    def flip(buf, mask, front, end):
+        # right-to-left suffix scan, older on the left
+        pos = end - 1
+        while pos != front:
+            pos -= 1
+            store(buf, pos & mask, combine(load(buf, pos & mask), load(buf, (pos + 1) & mask)))
+
+    # The rare O(n) flip stays a separate call so the common path of evict inlines small.
+    flip = ops.jit_call(flip)
+
+    def evict(buf, st):
+        mask, front, end, back, agg_back = st
+        if front == back and back != end:
+            flip(buf, mask, front, end)
             back = end
             agg_back = identity
-        return (buf, mask, front + 1, back, end, agg_back)
+        return (mask, front + 1, end, back, agg_back)
 
-    def query(st):
-        buf, mask, front, back, end, agg_back = st
+    def query(buf, st):
+        mask, front, end, back, agg_back = st
         front_agg = load(buf, front & mask) if front != back else identity
         return combine(front_agg, agg_back)
 
-    def size(st):
-        return st[4] - st[2]
+    def grow(buf, st):
+        mask, front, end, back, agg_back = st
+        return regrow(buf, mask, front, end), (2 * mask + 1, front, end, back, agg_back)
 
-    return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(size))
+    return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(grow))
