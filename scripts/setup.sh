@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine for winagg: a virtual environment in .venv with the
+# package and its test dependencies, and a Java runtime for Spark when none is
+# on the PATH. Safe to run again: it only reinstalls when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! command -v "$PYTHON" >/dev/null; then
+  echo "setup: $PYTHON not found; install Python 3.11 or newer" >&2
+  exit 1
+fi
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
+  echo "setup: winagg needs Python 3.11 or newer, found $("$PYTHON" --version)" >&2; exit 1; }
+
+if ! command -v java >/dev/null; then
+  echo "setup: no java on the PATH; installing a Java 17 runtime for Spark" >&2
+  if command -v apt-get >/dev/null; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "setup: cannot install Java here (no apt-get); install Java 17 and run again" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.winagg-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
+fi

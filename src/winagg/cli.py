@@ -1,0 +1,85 @@
+"""The ``winagg`` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def _demo(args) -> int:
+    import numpy as np
+
+    import winagg
+    from winagg.rolling import choose_algorithm, _numeric
+
+    rng = np.random.default_rng(args.seed)
+    values = np.cumsum(rng.normal(size=args.rows))  # a random walk
+    print(f"winagg demo: {args.rows:,} rows of a random walk, window of {args.window:,} rows\n")
+    print(f"{'aggregation':12s} {'algorithm':16s} {'last value':>14s} {'M rows/s':>9s}")
+    for agg in args.aggs:
+        spec = winagg.aggregations.get(agg).compiled_for(values.dtype)
+        algorithm = choose_algorithm(spec, False)
+        winagg.rolling(values[:1000], args.window, agg)  # compile (or load the cached kernel)
+        start = time.perf_counter()
+        out = winagg.rolling(values, args.window, agg)
+        seconds = time.perf_counter() - start
+        print(f"{agg:12s} {algorithm:16s} {out[-1]:14.6g} {args.rows / seconds / 1e6:9.1f}")
+    print("\nEvery result is the aggregate of the window ending at that row; "
+          "see `winagg algorithms` for every algorithm.")
+    return 0
+
+
+def _algorithms(args) -> int:
+    import winagg
+
+    print(f"{'name':16s} {'order':5s} {'inverse':8s} {'space':6s} time")
+    for a in winagg.algorithms():
+        print(f"{a.name:16s} {a.order:5s} {'needed' if a.needs_inverse else '-':8s} {a.space:6s} {a.time}")
+    return 0
+
+
+def _bench(args) -> int:
+    from winagg import bench
+
+    return bench.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="winagg", description="Sliding-window aggregation for any monoid, at compiled speed.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="rolling aggregates of a generated stream, and which algorithm ran",
+                          description="Run winagg.rolling on a generated random walk and print the results.")
+    demo.add_argument("--rows", type=int, default=2_000_000, help="stream length (default 2,000,000)")
+    demo.add_argument("--window", type=int, default=1000, help="window in rows (default 1000)")
+    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--aggs", nargs="+", default=["max", "mean", "stddev", "sum", "argmax"],
+                      help="aggregations to compute (default: max mean stddev sum argmax)")
+    demo.set_defaults(func=_demo)
+
+    algos = sub.add_parser("algorithms", help="list every algorithm with its bounds",
+                           description="List every algorithm winagg has, with its paper's bounds.")
+    algos.set_defaults(func=_algorithms)
+
+    bench_parser = sub.add_parser("bench", help="reproduce the papers' experiments (CSV + PNG)",
+                                  description="Run one of the experiments; writes CSV and PNG files.")
+    from winagg import bench
+
+    bench.add_arguments(bench_parser)
+    bench_parser.set_defaults(func=_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
