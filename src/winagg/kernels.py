@@ -74,3 +74,43 @@ def time_kernel(algorithm, spec):
 
     _kernels[key] = kernel
     return kernel
+
+
+#: Operation codes of :func:`script_kernel`.
+OP_INSERT, OP_EVICT, OP_QUERY = 0, 1, 2
+
+
+def script_kernel(algorithm, spec):
+    """``kernel(codes, values) -> out``: replay a script of operations in compiled code.
+
+    ``codes[k]`` is OP_INSERT (insert ``values[k]``), OP_EVICT (evict the
+    oldest; the script must not evict from an empty window) or OP_QUERY
+    (``out[k]`` is the lowered query). Tests use it to check compiled
+    algorithms on arbitrary interleavings, including buffer growth; benchmarks
+    use it for dynamic windows.
+    """
+    key = ("script", algorithm.name, spec.key)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
+
+    @nb.njit(cache=True)
+    def kernel(codes, values):
+        n = codes.shape[0]
+        out = np.zeros(n, out_dtype)
+        bufs, st = init(2)  # start small so that scripts exercise growth
+        for k in range(n):
+            code = codes[k]
+            if code == 0:
+                if st[2] - st[1] > st[0]:
+                    bufs, st = grow(bufs, st)
+                st = insert(bufs, st, lift(values[k], k))
+            elif code == 1:
+                st = evict(bufs, st)
+            else:
+                out[k] = lower(query(bufs, st))
+        return out
+
+    _kernels[key] = kernel
+    return kernel

@@ -53,7 +53,7 @@ def stable_key(item):
     if isinstance(item, (float, np.floating)):
         if item != item:
             return None
-        return float_key(float(item))
+        return _U(float_key(float(item)))  # numba hands uint64 back as a Python int
     if isinstance(item, str):
         data = item.encode("utf-8")
     elif isinstance(item, (bytes, bytearray)):
@@ -114,7 +114,7 @@ def _bloom_kernels(bits, hashes):
     @nb.njit(cache=True)
     def bit_positions(key):
         out = np.empty(hashes, np.uint64)
-        h = key
+        h = _U(key)  # an int64 key would turn the uint64 arithmetic below into float64
         for k in range(hashes):
             h = mix64(h + _GOLDEN * _U(k + 1))
             out[k] = h % nbits
@@ -225,14 +225,14 @@ def _countmin_kernels(width, depth):
     def lift_key(key):
         counts = np.zeros(width * depth, np.int64)
         for row in range(depth):
-            counts[row * width + np.int64(mix64(key + _GOLDEN * _U(row + 1)) % w)] += 1
+            counts[row * width + np.int64(mix64(_U(key) + _GOLDEN * _U(row + 1)) % w)] += 1
         return counts
 
     @nb.njit(cache=True)
     def estimate_key(counts, key):
         best = np.iinfo(np.int64).max
         for row in range(depth):
-            c = counts[row * width + np.int64(mix64(key + _GOLDEN * _U(row + 1)) % w)]
+            c = counts[row * width + np.int64(mix64(_U(key) + _GOLDEN * _U(row + 1)) % w)]
             if c < best:
                 best = c
         return best
@@ -321,7 +321,7 @@ def _hll_kernels(precision):
     @nb.njit(cache=True)
     def lift_key(key):
         regs = np.zeros(registers, np.uint8)
-        h = mix64(key)
+        h = mix64(_U(key))
         index = np.int64(h >> _U(rest_bits))
         rest = h << _U(precision)
         rank = 1

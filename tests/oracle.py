@@ -1,0 +1,187 @@
+"""The one brute-force reference every algorithm is checked against: a list and a fold.
+
+``Reference`` keeps the window as a plain list of (time, item) and answers
+every query by folding the lifted items from the identity, oldest first.
+``fifo_scripts`` generates random operation sequences with hypothesis:
+inserts (equal times included), evicts (also from an empty window), bulk
+evicts, bulk inserts and queries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+import winagg
+
+
+class Reference:
+    """A FIFO window as a list; every answer recomputed by a left-to-right fold."""
+
+    def __init__(self, monoid):
+        self.monoid = monoid
+        self.items = []  # (time, item), oldest first
+        self.arrivals = 0
+
+    def insert(self, item, time=None):
+        time = self.arrivals if time is None else time
+        if self.items and time < self.items[-1][0]:
+            raise winagg.OutOfOrderError("reference: out of order")
+        self.items.append((time, item))
+        self.arrivals += 1
+
+    def bulk_insert(self, items, times):
+        for item, time in zip(items, times):
+            self.insert(item, time)
+
+    def evict(self):
+        if not self.items:
+            raise winagg.EmptyWindowError("reference: empty")
+        self.items.pop(0)
+
+    def bulk_evict(self, time):
+        before = len(self.items)
+        self.items = [(t, x) for t, x in self.items if t > time]
+        return before - len(self.items)
+
+    def query(self, t_from=None, t_to=None):
+        selected = [x for t, x in self.items
+                    if (t_from is None or t >= t_from) and (t_to is None or t <= t_to)]
+        return self.monoid.fold(selected)
+
+    def __len__(self):
+        return len(self.items)
+
+    def oldest_time(self):
+        return self.items[0][0] if self.items else None
+
+    def youngest_time(self):
+        return self.items[-1][0] if self.items else None
+
+
+# ---------------------------------------------------------------- test monoids
+def _concat(a, b):
+    return a + b
+
+
+def _tag(x):
+    return f"{x};"
+
+
+#: String concatenation: associative, not commutative, exact: any order bug shows.
+CONCAT = winagg.Monoid("", _concat, _tag, name="concat")
+
+_P = 1009
+
+
+def _matmul(a, b):
+    return ((a[0] * b[0] + a[1] * b[2]) % _P, (a[0] * b[1] + a[1] * b[3]) % _P,
+            (a[2] * b[0] + a[3] * b[2]) % _P, (a[2] * b[1] + a[3] * b[3]) % _P)
+
+
+def _matrix_of(x):
+    return (x % _P, 1, 1, 0)  # determinant -1: always invertible
+
+
+def _matrix_inverse(m):
+    det_inverse = pow((m[0] * m[3] - m[1] * m[2]) % _P, _P - 2, _P)
+    return ((m[3] * det_inverse) % _P, (-m[1] * det_inverse) % _P,
+            (-m[2] * det_inverse) % _P, (m[0] * det_inverse) % _P)
+
+
+#: 2x2 matrix product modulo a prime (the group GL2(F_1009) on these items): an exact,
+#: non-commutative monoid with an inverse, so subtract-on-evict is checked for order bugs too.
+MATRIX = winagg.Monoid((1, 0, 0, 1), _matmul, _matrix_of, inverse=_matrix_inverse, name="matrix")
+
+
+def same_answer(got, want):
+    """Equality of lowered answers, with a tolerance for floats and by content for sketches."""
+    if isinstance(want, winagg.aggregations.BloomFilter):
+        return np.array_equal(got.words, want.words)
+    if isinstance(want, winagg.aggregations.CountMinSketch):
+        return np.array_equal(got.counts, want.counts)
+    if isinstance(want, (float, np.floating)) or isinstance(got, (float, np.floating)):
+        if math.isnan(want) or math.isnan(got):
+            return math.isnan(want) and math.isnan(got)
+        return math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(want, tuple) and isinstance(got, tuple):
+        return len(got) == len(want) and all(same_answer(g, w) for g, w in zip(got, want))
+    return got == want
+
+
+# ---------------------------------------------------------------- operation scripts
+small_values = st.integers(min_value=1, max_value=20)
+time_steps = st.integers(min_value=0, max_value=3)  # 0 gives equal timestamps
+
+fifo_operation = st.one_of(
+    st.tuples(st.just("insert"), small_values, time_steps),
+    st.tuples(st.just("insert"), small_values, time_steps),
+    st.tuples(st.just("insert"), small_values, time_steps),
+    st.tuples(st.just("evict")),
+    st.tuples(st.just("evict")),
+    st.tuples(st.just("bulk_evict"), st.integers(min_value=-1, max_value=6)),
+    st.tuples(st.just("bulk_insert"), st.lists(st.tuples(small_values, time_steps), max_size=8)),
+    st.tuples(st.just("query")),
+)
+
+#: Random FIFO scripts: lists of operations as tuples (see :func:`run_fifo_script`).
+fifo_scripts = st.lists(fifo_operation, max_size=60)
+
+
+def item_for(monoid, value, position):
+    """The item to insert for a generated integer: (value, position) pairs for argmin/argmax."""
+    if getattr(monoid, "positional", False):
+        return (float(value), position)
+    if isinstance(monoid, winagg.aggregations.Aggregation) and monoid.name not in ("first", "last", "collect", "m4"):
+        return float(value)
+    return value
+
+
+def check_same(agg, ref, context):
+    assert len(agg) == len(ref), context
+    assert agg.oldest_time() == ref.oldest_time(), context
+    assert agg.youngest_time() == ref.youngest_time(), context
+    got, want = agg.query(), ref.query()
+    assert same_answer(got, want), f"{context}: got {got!r}, want {want!r}"
+
+
+def run_fifo_script(agg, monoid, script):
+    """Apply a script to an aggregator and to the reference; compare after every step."""
+    ref = Reference(monoid)
+    clock = 0
+    for step, op in enumerate(script):
+        context = f"step {step} {op}"
+        kind = op[0]
+        if kind == "insert":
+            clock += op[2]
+            item = item_for(monoid, op[1], step)
+            agg.insert(item, clock)
+            ref.insert(item, clock)
+        elif kind == "evict":
+            if len(ref) == 0:
+                before = (len(agg), agg.query())
+                try:
+                    agg.evict()
+                except winagg.EmptyWindowError:
+                    pass
+                else:
+                    raise AssertionError("evict() on an empty window did not raise EmptyWindowError")
+                assert (len(agg), agg.query()) == before or same_answer(agg.query(), before[1])
+            else:
+                agg.evict()
+                ref.evict()
+        elif kind == "bulk_evict":
+            cut = (ref.oldest_time() or 0) + op[1]
+            assert agg.bulk_evict(cut) == ref.bulk_evict(cut), context
+        elif kind == "bulk_insert":
+            times, items = [], []
+            for k, (value, dt) in enumerate(op[1]):
+                clock += dt
+                times.append(clock)
+                items.append(item_for(monoid, value, step * 100 + k))
+            agg.bulk_insert(items, times)
+            ref.bulk_insert(items, times)
+        check_same(agg, ref, context)
+    return ref
