@@ -1,8 +1,8 @@
-"""The per-item aggregator object that every FIFO algorithm is wrapped in."""
+"""The per-item aggregator object that the in-order algorithms are wrapped in."""
 
 from __future__ import annotations
 
-from collections import deque
+from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Optional
 
 from .errors import EmptyWindowError, InvalidTimeError, OutOfOrderError, UnsupportedOperationError
@@ -28,31 +28,38 @@ class FifoAggregator:
     Items keep the order they arrive in; equal times are separate items. An
     item inserted without a time gets its arrival number (0, 1, 2, ...) as its
     time. Every operation either completes or raises and leaves the window as
-    it was.
+    it was. Algorithms with a native bulk eviction or range query (their
+    ``build`` returns ``bulk_evict`` / ``range_query``) get them used here.
     """
 
-    def __init__(self, algorithm, monoid, capacity: int = 16):
+    def __init__(self, algorithm, monoid, capacity: int = 16, **options):
         self.algorithm = algorithm
         self.monoid = monoid
-        self._funcs = algorithm.load().build(python_ops(monoid))
+        self.options = options
+        self._funcs = algorithm.load().build(python_ops(monoid), **options)
         self._bufs, self._state = self._funcs.init(capacity)
-        self._times: deque = deque()
+        # Times of the window's items are self._times[self._head:]; the dead prefix is
+        # cut off now and then, so that bisect works on a plain list.
+        self._times: list = []
+        self._head = 0
         self._arrivals = 0
 
     # ------------------------------------------------------------ inserting
-    def _next_time(self, time):
-        if time is None:
-            time = self._arrivals
-        check_time(time)
-        if self._times and time < self._times[-1]:
-            raise OutOfOrderError(
-                f"time {time!r} is older than the youngest time {self._times[-1]!r}; "
-                f"{self.algorithm.name!r} needs items in time order (use 'fiba' for out-of-order data)")
-        return time
+    def _check_next_times(self, times, what):
+        previous = self._times[-1] if len(self) else None
+        for i, t in enumerate(times):
+            check_time(t, what(i))
+            if previous is not None and t < previous:
+                raise OutOfOrderError(
+                    f"{what(i)} = {t!r} is older than {previous!r}; {self.algorithm.name!r} needs items "
+                    f"in time order (batches sorted, no older than the youngest time; "
+                    f"use 'fiba' for out-of-order data)")
+            previous = t
 
     def insert(self, value, time=None) -> None:
         """Append ``value`` at ``time`` (default: its arrival number)."""
-        time = self._next_time(time)
+        time = self._arrivals if time is None else time
+        self._check_next_times([time], lambda i: "time")
         partial = self.monoid.lift(value)
         self._make_room(1)
         self._state = self._funcs.insert(self._bufs, self._state, partial)
@@ -68,14 +75,7 @@ class FifoAggregator:
             times = list(times)
             if len(times) != len(values):
                 raise ValueError(f"bulk_insert got {len(values)} values but {len(times)} times")
-        previous = self._times[-1] if self._times else None
-        for i, t in enumerate(times):
-            check_time(t, f"times[{i}]")
-            if previous is not None and t < previous:
-                raise OutOfOrderError(
-                    f"times[{i}] = {t!r} is older than {previous!r}: a batch for {self.algorithm.name!r} "
-                    f"must be sorted and no older than the window's youngest time")
-            previous = t
+        self._check_next_times(times, lambda i: f"times[{i}]")
         partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
         self._make_room(len(partials))
         state, bufs, insert = self._state, self._bufs, self._funcs.insert
@@ -93,55 +93,82 @@ class FifoAggregator:
     # ------------------------------------------------------------ evicting
     def evict(self) -> None:
         """Drop the oldest item; :class:`EmptyWindowError` if the window is empty."""
-        if not self._times:
+        if not len(self):
             raise EmptyWindowError(f"evict() on an empty window ({self.algorithm.name})")
         self._state = self._funcs.evict(self._bufs, self._state)
-        self._times.popleft()
+        self._drop_times(1)
 
     def bulk_evict(self, time) -> int:
         """Drop every item whose time is <= ``time``; returns how many were dropped."""
         check_time(time)
-        dropped = 0
-        while self._times and self._times[0] <= time:
-            self._state = self._funcs.evict(self._bufs, self._state)
-            self._times.popleft()
-            dropped += 1
-        return dropped
+        count = bisect_right(self._times, time, self._head) - self._head
+        if count:
+            native = getattr(self._funcs, "bulk_evict", None)
+            if native is not None:
+                self._state = native(self._bufs, self._state, count)
+            else:
+                evict, bufs, state = self._funcs.evict, self._bufs, self._state
+                for _ in range(count):
+                    state = evict(bufs, state)
+                self._state = state
+            self._drop_times(count)
+        return count
+
+    def _drop_times(self, count):
+        self._head += count
+        if self._head > 64 and self._head * 2 > len(self._times):
+            del self._times[:self._head]
+            self._head = 0
 
     # ------------------------------------------------------------ reading
     def query(self, t_from=None, t_to=None) -> Any:
-        """The lowered aggregate of the whole window (the identity's lowering when empty)."""
-        if t_from is not None or t_to is not None:
+        """The lowered aggregate of the window, or of its items with ``t_from <= time <= t_to``.
+
+        An empty window (or range) gives the identity's lowering. Range queries
+        need an algorithm that has them (:class:`UnsupportedOperationError` otherwise).
+        """
+        if t_from is None and t_to is None:
+            return self.monoid.lower(self._funcs.query(self._bufs, self._state))
+        range_query = getattr(self._funcs, "range_query", None)
+        if range_query is None:
             raise UnsupportedOperationError(
                 f"{self.algorithm.name!r} has no range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
-        return self.monoid.lower(self._funcs.query(self._bufs, self._state))
+        lo = self._head if t_from is None else bisect_left(self._times, check_time(t_from, "t_from"), self._head)
+        hi = len(self._times) if t_to is None else bisect_right(self._times, check_time(t_to, "t_to"), self._head)
+        first = self._state[1] - self._head  # absolute position of self._times[i] is first + i
+        if hi <= lo:
+            return self.monoid.lower(self.monoid.identity)
+        return self.monoid.lower(range_query(self._bufs, self._state, first + lo, first + hi))
 
     def __len__(self) -> int:
-        return len(self._times)
+        return len(self._times) - self._head
 
     def oldest_time(self):
         """Time of the oldest item, or None when the window is empty."""
-        return self._times[0] if self._times else None
+        return self._times[self._head] if len(self) else None
 
     def youngest_time(self):
         """Time of the youngest item, or None when the window is empty."""
-        return self._times[-1] if self._times else None
+        return self._times[-1] if len(self) else None
 
     def __repr__(self):
         return f"<{self.algorithm.name} aggregator of {self.monoid.name}, {len(self)} items>"
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
-        return {"algorithm": self.algorithm.name, "monoid": self.monoid, "bufs": self._bufs, "state": self._state,
-                "times": self._times, "arrivals": self._arrivals}
+        return {"algorithm": self.algorithm.name, "monoid": self.monoid, "options": self.options,
+                "bufs": self._bufs, "state": self._state, "times": self._times[self._head:],
+                "arrivals": self._arrivals}
 
     def __setstate__(self, saved):
         from .registry import info
 
         self.algorithm = info(saved["algorithm"])
         self.monoid = saved["monoid"]
-        self._funcs = self.algorithm.load().build(python_ops(self.monoid))
+        self.options = saved["options"]
+        self._funcs = self.algorithm.load().build(python_ops(self.monoid), **self.options)
         self._bufs = saved["bufs"]
         self._state = saved["state"]
         self._times = saved["times"]
+        self._head = 0
         self._arrivals = saved["arrivals"]

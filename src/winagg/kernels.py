@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .ops import compiled_ops
+from .ops import build_evict_many, compiled_ops
 
 _kernels: dict = {}
 
@@ -19,8 +19,15 @@ _kernels: dict = {}
 def _funcs(algorithm, spec):
     key = ("funcs", algorithm.name, spec.key)
     if key not in _kernels:
-        _kernels[key] = algorithm.load().build(compiled_ops(spec))
-    return _kernels[key]
+        ops = compiled_ops(spec)
+        funcs = algorithm.load().build(ops, **algorithm.options)
+        _kernels[key] = (funcs, build_evict_many(funcs, ops))
+    return _kernels[key][0]
+
+
+def _evict_many(algorithm, spec):
+    _funcs(algorithm, spec)
+    return _kernels[("funcs", algorithm.name, spec.key)][1]
 
 
 def count_kernel(algorithm, spec):
@@ -28,7 +35,7 @@ def count_kernel(algorithm, spec):
     key = ("count", algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @nb.njit(cache=True)
@@ -52,7 +59,8 @@ def time_kernel(algorithm, spec):
     key = ("time", algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
+    evict_many = _evict_many(algorithm, spec)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @nb.njit(cache=True)
@@ -66,9 +74,12 @@ def time_kernel(algorithm, spec):
                 bufs, st = grow(bufs, st)
             st = insert(bufs, st, lift(values[i], i))
             horizon = times[i] - window
-            while times[oldest] <= horizon:  # a bulk eviction by time
-                st = evict(bufs, st)
-                oldest += 1
+            expired = oldest
+            while times[expired] <= horizon:
+                expired += 1
+            if expired > oldest:  # one bulk eviction by time
+                st = evict_many(bufs, st, expired - oldest)
+                oldest = expired
             out[i] = lower(query(bufs, st))
         return out
 
@@ -92,7 +103,7 @@ def script_kernel(algorithm, spec):
     key = ("script", algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @nb.njit(cache=True)

@@ -43,6 +43,12 @@ class Funcs(NamedTuple):
     ``evict(bufs, st) -> st`` (the caller guarantees a non-empty window);
     ``query(bufs, st) -> partial``; ``grow(bufs, st) -> (bufs, st)`` doubles
     the capacity.
+
+    An algorithm with more native operations returns a NamedTuple with these
+    five fields first and any of these after them, which the wrappers and
+    kernels use when present: ``bulk_evict(bufs, st, count) -> st`` (drop the
+    ``count`` oldest items) and ``range_query(bufs, st, pos_from, pos_to) ->
+    partial`` (aggregate of positions ``pos_from .. pos_to - 1``).
     """
 
     init: Callable
@@ -112,3 +118,18 @@ def build_regrow(ops: Ops):
         return new_buf
 
     return ops.jit(regrow)
+
+
+def build_evict_many(funcs: Funcs, ops: Ops):
+    """``evict_many(bufs, st, count) -> st``: the algorithm's native bulk eviction, or a loop of evicts."""
+    native = getattr(funcs, "bulk_evict", None)
+    if native is not None:
+        return native
+    evict = funcs.evict
+
+    def evict_many(bufs, st, count):
+        for _ in range(count):
+            st = evict(bufs, st)
+        return st
+
+    return ops.jit(evict_many)

@@ -1,8 +1,16 @@
-"""The table of algorithms: names, metadata, and ``make``."""
+"""The table of algorithms: names, metadata, and ``make``.
+
+Every module in ``winagg.fifo`` and ``winagg.ooo`` that defines ``INFO`` (a
+dict of :class:`AlgorithmInfo` fields) and ``build(ops, **options)`` is an
+algorithm, registered under its module name. A module may also define
+``Aggregator`` (a class taking ``(info, monoid, **options)``) when the generic
+:class:`~winagg.aggregator.FifoAggregator` wrapper does not fit it.
+"""
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Tuple
 
@@ -15,8 +23,9 @@ class AlgorithmInfo:
     """What :func:`winagg.algorithms` says of one algorithm.
 
     ``order`` is ``"fifo"`` (items must arrive in time order) or ``"any"``;
-    ``native`` lists the operations the algorithm does natively (others are
-    loops of single operations); ``time`` and ``space`` are its paper's bounds.
+    ``native`` lists the operations the algorithm does natively (the others
+    are loops of single operations); ``time`` and ``space`` are its paper's
+    bounds; ``options`` maps each option :func:`make` accepts to its default.
     """
 
     name: str
@@ -30,19 +39,31 @@ class AlgorithmInfo:
     options: dict = field(default_factory=dict)
 
     def load(self):
-        """The module that implements the algorithm (it defines ``build(ops)``)."""
+        """The module that implements the algorithm (it defines ``build(ops, **options)``)."""
         return importlib.import_module(f"winagg.{self.module}")
 
 
-_FIFO = ("recalc", "soe", "two_stacks", "two_stacks_lite", "daba", "daba_lite")
+#: Listing order: the papers' order, then anything else alphabetically.
+_PREFERRED = ("recalc", "soe", "b_int", "flatfat", "flatfit", "two_stacks", "two_stacks_lite",
+              "daba", "daba_lite", "lmta", "amta", "fiba")
 
 
-def _fifo_info(name):
-    info = importlib.import_module(f"winagg.fifo.{name}").INFO
-    return AlgorithmInfo(name=name, module=f"fifo.{name}", **info)
+def _discover() -> dict:
+    found = {}
+    for package in ("fifo", "ooo"):
+        pkg = importlib.import_module(f"winagg.{package}")
+        for module in pkgutil.iter_modules(pkg.__path__):
+            if module.name.startswith("_"):
+                continue
+            mod = importlib.import_module(f"winagg.{package}.{module.name}")
+            if hasattr(mod, "INFO") and hasattr(mod, "build"):
+                found[module.name] = AlgorithmInfo(name=module.name, module=f"{package}.{module.name}",
+                                                   **mod.INFO)
+    rank = {name: i for i, name in enumerate(_PREFERRED)}
+    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
 
-_ALGORITHMS = {name: _fifo_info(name) for name in _FIFO}
+_ALGORITHMS = _discover()
 
 
 def algorithms() -> list:
@@ -66,6 +87,16 @@ def check_monoid_fits(algorithm: AlgorithmInfo, monoid) -> None:
             f"but {monoid.name!r} declares no inverse")
 
 
+def check_options(algorithm: AlgorithmInfo, options: dict) -> dict:
+    """The algorithm's options with defaults filled in; TypeError naming any unknown option."""
+    unknown = sorted(set(options) - set(algorithm.options))
+    if unknown:
+        accepted = ", ".join(sorted(algorithm.options)) or "none"
+        raise TypeError(f"algorithm {algorithm.name!r} has no option {', '.join(map(repr, unknown))}; "
+                        f"its options: {accepted}")
+    return {**algorithm.options, **options}
+
+
 def make(algorithm: str, aggregation: Any, **options):
     """A new, empty aggregator running ``algorithm`` over ``aggregation``.
 
@@ -78,8 +109,6 @@ def make(algorithm: str, aggregation: Any, **options):
     algo = info(algorithm)
     monoid = aggregations.get(aggregation)
     check_monoid_fits(algo, monoid)
-    if algo.order == "fifo":
-        if options:
-            raise TypeError(f"algorithm {algorithm!r} takes no options, got {sorted(options)}")
-        return FifoAggregator(algo, monoid)
-    raise UnknownNameError(f"algorithm {algorithm!r} cannot be made here")  # pragma: no cover
+    options = check_options(algo, options)
+    wrapper = getattr(algo.load(), "Aggregator", FifoAggregator)
+    return wrapper(algo, monoid, **options)

@@ -19,10 +19,16 @@ BUILTIN_NAMES = ["count", "sum", "mean", "min", "max", "argmin", "argmax", "minc
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+# Subtracting float moments leaves rounding residue (sqrt makes it ~1e-8 on a stddev of 0),
+# which is why rolling never picks soe for floats; soe is held to exactness on the others.
+INEXACT_UNDER_SUBTRACTION = ("variance", "stddev", "stddev_pop")
+
+
 def monoids_for(algorithm):
     candidates = [CONCAT, MATRIX] + [winagg.aggregations.get(n) for n in BUILTIN_NAMES]
     if info(algorithm).needs_inverse:
-        return [m for m in candidates if m.invertible]
+        return [m for m in candidates
+                if m.invertible and not any(m.name.startswith(n) for n in INEXACT_UNDER_SUBTRACTION)]
     return candidates
 
 
@@ -34,6 +40,16 @@ CASES = [(alg, m) for alg in FIFO for m in monoids_for(alg)]
 @given(script=fifo_scripts)
 def test_python_mode_matches_oracle(algorithm, monoid, script):
     run_fifo_script(winagg.make(algorithm, monoid), monoid, script)
+
+
+@pytest.mark.parametrize("algorithm,exact", [("soe", False), ("daba_lite", True), ("two_stacks", True)])
+def test_only_subtract_on_evict_carries_residue_of_evicted_floats(algorithm, exact):
+    agg = winagg.make(algorithm, "stddev_pop")
+    agg.bulk_insert([1e6 + 0.1 * i for i in range(1000)] + [1.0] * 10)
+    for _ in range(1000):
+        agg.evict()
+    # the window now holds ten 1.0: the exact answer is 0.0
+    assert (agg.query() == 0.0) is exact
 
 
 def test_soe_is_checked_with_a_non_commutative_group():

@@ -1,0 +1,1 @@
+"""Out-of-order sliding-window aggregators, one module per algorithm."""
