@@ -185,3 +185,159 @@ def run_fifo_script(agg, monoid, script):
             ref.bulk_insert(items, times)
         check_same(agg, ref, context)
     return ref
+
+
+# ---------------------------------------------------------------- range queries on FIFO windows
+#: FIFO scripts that also ask range queries ("range", lo, hi): times relative to the oldest.
+fifo_range_scripts = st.lists(
+    st.one_of(fifo_operation, st.tuples(st.just("range"), st.integers(-2, 12), st.integers(-2, 12))),
+    max_size=60)
+
+
+def run_fifo_range_script(agg, monoid, script):
+    """Like :func:`run_fifo_script`, and compares ``query(t_from, t_to)`` with the reference's fold."""
+    plain = [op for op in script if op[0] != "range"]
+    ref = Reference(monoid)
+    clock = 0
+    for step, op in enumerate(script):
+        if op[0] == "range":
+            base = ref.oldest_time() or 0
+            t_from, t_to = base + op[1], base + op[2]
+            got, want = agg.query(t_from, t_to), ref.query(t_from, t_to)
+            assert same_answer(got, want), f"step {step} {op}: got {got!r}, want {want!r}"
+            continue
+        clock = _apply_fifo(agg, ref, monoid, op, step, clock)
+        check_same(agg, ref, f"step {step} {op}")
+    return plain
+
+
+def _apply_fifo(agg, ref, monoid, op, step, clock):
+    kind = op[0]
+    if kind == "insert":
+        clock += op[2]
+        item = item_for(monoid, op[1], step)
+        agg.insert(item, clock)
+        ref.insert(item, clock)
+    elif kind == "evict":
+        if len(ref):
+            agg.evict()
+            ref.evict()
+    elif kind == "bulk_evict":
+        cut = (ref.oldest_time() or 0) + op[1]
+        assert agg.bulk_evict(cut) == ref.bulk_evict(cut)
+    elif kind == "bulk_insert":
+        times, items = [], []
+        for k, (value, dt) in enumerate(op[1]):
+            clock += dt
+            times.append(clock)
+            items.append(item_for(monoid, value, step * 100 + k))
+        agg.bulk_insert(items, times)
+        ref.bulk_insert(items, times)
+    return clock
+
+
+# ---------------------------------------------------------------- out-of-order windows
+class OutOfOrderReference:
+    """An out-of-order window as a dict time -> items; equal times combine (older item on the left).
+
+    ``len`` counts distinct times, as the FiBA paper's aggregator does.
+    """
+
+    def __init__(self, monoid):
+        self.monoid = monoid
+        self.entries = {}  # time -> list of items in arrival order
+
+    def insert(self, item, time):
+        self.entries.setdefault(time, []).append(item)
+
+    def bulk_insert(self, items, times):
+        for item, time in zip(items, times):
+            self.insert(item, time)
+
+    def evict(self):
+        if not self.entries:
+            raise winagg.EmptyWindowError("reference: empty")
+        del self.entries[min(self.entries)]
+
+    def bulk_evict(self, time):
+        gone = [t for t in self.entries if t <= time]
+        for t in gone:
+            del self.entries[t]
+        return len(gone)
+
+    def query(self, t_from=None, t_to=None):
+        acc = self.monoid.identity
+        for t in sorted(self.entries):
+            if (t_from is None or t >= t_from) and (t_to is None or t <= t_to):
+                for item in self.entries[t]:
+                    acc = self.monoid.combine(acc, self.monoid.lift(item))
+        return self.monoid.lower(acc)
+
+    def __len__(self):
+        return len(self.entries)
+
+    def oldest_time(self):
+        return min(self.entries) if self.entries else None
+
+    def youngest_time(self):
+        return max(self.entries) if self.entries else None
+
+
+_ooo_time = st.integers(min_value=0, max_value=60)
+
+ooo_operation = st.one_of(
+    st.tuples(st.just("insert"), small_values, _ooo_time),
+    st.tuples(st.just("insert"), small_values, _ooo_time),
+    st.tuples(st.just("insert"), small_values, _ooo_time),
+    st.tuples(st.just("evict")),
+    st.tuples(st.just("bulk_evict"), st.integers(min_value=-1, max_value=62)),
+    # a batch sorted by time, anywhere relative to the window, possibly repeating existing times
+    st.tuples(st.just("bulk_insert"), st.lists(st.tuples(small_values, _ooo_time), max_size=12)),
+    st.tuples(st.just("query")),
+    st.tuples(st.just("range"), st.integers(-1, 62), st.integers(-1, 62)),
+)
+
+#: Random out-of-order scripts: inserts at any time (repeats included), evicts (also from empty),
+#: bulk evicts of none to all, sorted bulk inserts straddling existing times, range queries.
+ooo_scripts = st.lists(ooo_operation, max_size=80)
+
+
+def run_ooo_script(agg, monoid, script, after_each=None):
+    """Apply an out-of-order script to ``agg`` and the reference; compare after every step.
+
+    ``after_each(agg)`` (optional) runs after every operation, e.g. a structural invariant check.
+    """
+    ref = OutOfOrderReference(monoid)
+    for step, op in enumerate(script):
+        context = f"step {step} {op}"
+        kind = op[0]
+        if kind == "insert":
+            item = item_for(monoid, op[1], step)
+            agg.insert(item, op[2])
+            ref.insert(item, op[2])
+        elif kind == "evict":
+            if len(ref) == 0:
+                try:
+                    agg.evict()
+                except winagg.EmptyWindowError:
+                    pass
+                else:
+                    raise AssertionError("evict() on an empty window did not raise EmptyWindowError")
+            else:
+                agg.evict()
+                ref.evict()
+        elif kind == "bulk_evict":
+            assert agg.bulk_evict(op[1]) == ref.bulk_evict(op[1]), context
+        elif kind == "bulk_insert":
+            batch = sorted(op[1], key=lambda vt: vt[1])
+            items = [item_for(monoid, v, step * 100 + k) for k, (v, _) in enumerate(batch)]
+            times = [t for _, t in batch]
+            agg.bulk_insert(items, times)
+            ref.bulk_insert(items, times)
+        elif kind == "range":
+            got, want = agg.query(op[1], op[2]), ref.query(op[1], op[2])
+            assert same_answer(got, want), f"{context}: got {got!r}, want {want!r}"
+        if after_each is not None:
+            after_each(agg)
+        check_same(agg, ref, context)
+    return ref
