@@ -23,11 +23,14 @@ def build(ops):
         return (mask, front, end + 1, back, combine(agg_back, value))
 
     def flip(buf, mask, front, end):
-        # right-to-left suffix scan, older on the left
+        # Right-to-left suffix scan, older on the left. The running suffix stays in a
+        # local rather than being re-read from the slot just written.
         pos = end - 1
+        suffix = load(buf, pos & mask)
         while pos != front:
             pos -= 1
-            store(buf, pos & mask, combine(load(buf, pos & mask), load(buf, (pos + 1) & mask)))
+            suffix = combine(load(buf, pos & mask), suffix)
+            store(buf, pos & mask, suffix)
 
     # The rare O(n) flip stays a separate call so the common path of evict inlines small.
     flip = ops.jit_call(flip)
