@@ -23,12 +23,11 @@ def _to_numpy(values):
     if module.startswith("pyarrow"):
         values = values.to_numpy(zero_copy_only=False)
     elif module.startswith("pandas"):
-        if values.hasnans and not np.issubdtype(values.dtype, np.floating) \
-                and getattr(values.dtype, "kind", "O") in "iub":
-            values = values.astype("float64")
+        # numeric with missing values (numpy, nullable "Int64"/"Float64"/"boolean" or Arrow-backed
+        # dtypes): float64 with NaN. Extension dtypes are not numpy dtypes, so only `.kind` is used.
         try:
             values = values.to_numpy(dtype="float64", na_value=np.nan) \
-                if values.dtype.kind in "iubf" and values.hasnans else values.to_numpy()
+                if getattr(values.dtype, "kind", "O") in "iubf" and values.hasnans else values.to_numpy()
         except (TypeError, ValueError):
             values = values.to_numpy()
     array = np.asarray(values)
@@ -95,7 +94,9 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
     ----------
     values:
         numpy array, pandas Series or Arrow array. Missing values (NaN, null)
-        are skipped by the numeric aggregations, as pandas skips them.
+        are skipped by the numeric aggregations, as pandas skips them; a
+        window with no value at all gives NaN for sum, min and max (pandas'
+        ``min_periods=1``), 0 for count.
     window:
         Without ``times``: the number of rows (row i covers rows i-window+1..i,
         fewer at the start, like pandas ``rolling(window, min_periods=1)``).
@@ -140,12 +141,35 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
             out = count_kernel(algo, spec)(numeric, int(window))
         else:
             out = time_kernel(algo, spec)(numeric, t, w)
+        if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f":
+            out = _nan_where_no_values(out, ~np.isnan(numeric), window, None if times is None else (t, w))
     else:
         out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
     if type(values).__module__.startswith("pandas"):
         import pandas as pd
 
         return pd.Series(out, index=values.index, name=getattr(values, "name", None))
+    return out
+
+
+#: Aggregations whose pandas rolling result is NaN, not the identity's lowering (0, inf, -inf),
+#: for a window without a single non-missing value (pandas' ``min_periods=1``).
+_NAN_WITHOUT_VALUES = ("sum_f", "min", "max")
+
+
+def _nan_where_no_values(out, valid, window, timed):
+    """``out`` with NaN at the rows whose window holds no valid (non-NaN) value."""
+    if valid.all():
+        return out
+    seen = np.concatenate(([0], np.cumsum(valid)))  # seen[k]: valid values among rows 0..k-1
+    ends = np.arange(1, valid.size + 1)
+    if timed is None:
+        starts = np.maximum(ends - window, 0)
+    else:
+        t, w = timed  # row i covers rows j <= i with t[j] > t[i] - w (times are sorted)
+        starts = np.searchsorted(t, t - w, side="right")
+    out = out.copy()
+    out[seen[ends] - seen[starts] == 0] = np.nan
     return out
 
 
