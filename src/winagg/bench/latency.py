@@ -1,0 +1,153 @@
+"""Experiment ``latency``: the distribution of one round's latency, as the papers' Fig. 9.
+
+A dedicated compiled kernel per algorithm x aggregation fills the window with
+n items (untimed), then times every round of evict + insert + query (with the
+aggregation's lift and lower, as one row of ``winagg.rolling`` does) between
+two reads of the cycle counter, into an int64 array. Cycles are converted to
+nanoseconds with a calibration against ``time.perf_counter``. Two-Stacks'
+O(n) flip, once every n rounds, shows in the top percentiles and the maximum;
+DABA's worst case stays flat.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+from .. import registry
+from ..kernels import _funcs
+from . import common, plots
+from .cycles import cycles_after, cycles_per_ns, read_cycles, timer_overhead
+
+NAME = "latency"
+DESCRIPTION = "per-round latency percentiles and violins at window n = 2^14, timed with the cycle counter (Fig. 9)"
+
+DEFAULTS = dict(algorithms=common.FIFO_ALGORITHMS, aggs=("sum", "geomean", "bloom"), rounds=1_000_000,
+                window=2 ** 14, budget=60.0, out="results/latency")
+#: ``--quick``: a small window, few rounds, two algorithms, one aggregation.
+QUICK = dict(algorithms=("two_stacks", "daba"), aggs=("sum",), rounds=3000, window=2 ** 6)
+
+#: Rounds of the pilot run that compiles the kernel and predicts the full run's time.
+PILOT_ROUNDS = 1000
+PERCENTILES = (("median", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("p99_999", 99.999))
+STATS = ("min",) + tuple(name for name, _ in PERCENTILES) + ("max",)
+
+COLUMNS = (("algorithm", "aggregation", "window", "rounds")
+           + tuple(f"{s}_ns" for s in STATS) + tuple(f"{s}_cycles" for s in STATS)
+           + ("cycles_per_ns", "timer_overhead_cycles", "note",
+              "cpu", "cores", "python", "numba", "numpy", "platform", "load_avg_1min", "command"))
+
+_kernels: dict = {}
+
+
+def add_arguments(group) -> None:
+    """The options only this experiment takes."""
+    group.add_argument("--window", type=int, metavar="N", help="window size n (default 16384 = 2^14; --quick: 64)")
+
+
+def latency_kernel(algorithm, spec):
+    """``kernel(values, window, cycles) -> checksum``, compiled for one algorithm x aggregation.
+
+    Inserts ``values[:window]`` untimed, then for each r < ``len(cycles)``
+    evicts, inserts ``values[window + r]`` and queries, storing the cycles
+    the round took in ``cycles[r]``.
+    """
+    key = (algorithm.name, spec.key)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    lift, lower = spec.lift, spec.lower
+
+    @nb.njit(cache=True)
+    def kernel(values, window, cycles):
+        bufs, st = init(window + 1)  # room for the whole window: never grows
+        for i in range(window):
+            st = insert(bufs, st, lift(values[i], i))
+        checksum = 0.0
+        for r in range(cycles.shape[0]):
+            i = window + r
+            value = values[i]  # loaded before the first stamp: not part of the round
+            start = read_cycles()
+            st = evict(bufs, st)
+            st = insert(bufs, st, lift(value, i))
+            result = np.float64(lower(query(bufs, st)))
+            cycles[r] = cycles_after(result) - start
+            checksum += result  # keeps every query's result alive
+        return checksum
+
+    _kernels[key] = kernel
+    return kernel
+
+
+def _settings(args) -> dict:
+    get = lambda name: common.option(args, name, DEFAULTS, QUICK)  # noqa: E731
+    cfg = dict(window=get("window"), algorithms=common.names(get("algorithms")), aggs=common.names(get("aggs")),
+               rounds=get("rounds"), budget=get("budget"), quick=bool(args.quick), out=get("out"))
+    common.check_names(cfg["algorithms"], cfg["aggs"])
+    if cfg["window"] < 1 or cfg["rounds"] < 1:
+        raise SystemExit("--window and --rounds must be >= 1")
+    return cfg
+
+
+def summarize(cycles: np.ndarray, per_ns: float) -> dict:
+    """min, percentiles and max of per-round cycles, in cycles and in nanoseconds."""
+    values = dict(min=int(cycles.min()), max=int(cycles.max()))
+    for name, q in PERCENTILES:
+        values[name] = float(np.percentile(cycles, q))
+    row = {f"{s}_cycles": round(values[s], 1) for s in STATS}
+    row.update({f"{s}_ns": round(values[s] / per_ns, 2) for s in STATS})
+    return row
+
+
+def measure(algorithm: str, agg: str, window: int, rounds: int, per_ns: float, budget: float):
+    """``(cycles, note)``: per-round cycles of one algorithm x aggregation.
+
+    A pilot of :data:`PILOT_ROUNDS` rounds compiles the kernel and predicts
+    the run; rounds predicted past ``budget`` seconds are cut (noted).
+    """
+    kernel = latency_kernel(registry.info(algorithm), common.compiled_spec(agg))
+    values = common.paper_values(window + rounds)
+    pilot = np.empty(min(rounds, PILOT_ROUNDS), np.int64)
+    kernel(values, window, pilot)
+    seconds_per_round = pilot.mean() / per_ns / 1e9
+    note = ""
+    if rounds * seconds_per_round > budget:
+        fitted = max(PILOT_ROUNDS, int(budget / seconds_per_round))
+        note = f"rounds cut from {rounds} to {fitted} to fit budget {budget:g} s"
+        rounds = fitted
+    cycles = np.empty(rounds, np.int64)
+    kernel(values, window, cycles)
+    return cycles, note
+
+
+def run(args) -> int:
+    """Run the experiment; write latency.csv and latency.png into --out."""
+    cfg = _settings(args)
+    out = Path(cfg["out"])
+    per_ns = cycles_per_ns()
+    overhead = timer_overhead()
+    extra = dict(common.machine_info(), command=common.command_line(NAME, {
+        k: cfg[k] for k in ("window", "algorithms", "aggs", "rounds", "budget", "quick", "out")}),
+        cycles_per_ns=round(per_ns, 4), timer_overhead_cycles=overhead)
+    rows, samples = [], {}
+    with common.progress(len(cfg["algorithms"]) * len(cfg["aggs"]), NAME) as bar:
+        for agg in cfg["aggs"]:
+            for algorithm in cfg["algorithms"]:
+                bar.set_postfix_str(f"{agg} {algorithm}")
+                row = dict(algorithm=algorithm, aggregation=agg, window=cfg["window"], rounds=0, **extra)
+                row["note"] = common.not_applicable(algorithm, agg) or ""
+                if not row["note"]:
+                    cycles, row["note"] = measure(algorithm, agg, cfg["window"], cfg["rounds"], per_ns,
+                                                  cfg["budget"])
+                    row.update(summarize(cycles, per_ns), rounds=len(cycles), load_avg_1min=common.load_average())
+                    samples[(algorithm, agg)] = cycles / per_ns
+                rows.append(row)
+                bar.update(1)
+    common.write_csv(out / "latency.csv", rows, COLUMNS)
+    plots.latency_png(samples, cfg["aggs"], cfg["algorithms"], cfg["window"], out / "latency.png")
+    print(f"wrote {out / 'latency.csv'} and {out / 'latency.png'} "
+          f"(cycle counter: {per_ns:.3f} ticks/ns, timer overhead {overhead} ticks per round)")
+    return 0
