@@ -2,8 +2,8 @@
 
 A kernel is built from the algorithm's ``build(ops)`` with numba ops, so the
 loop never enters the interpreter. Kernels are cached in memory per process
-and on disk by numba (``cache=True``), keyed by the algorithm and the
-aggregation's compiled description.
+and on disk (:mod:`winagg.jitcache`), keyed by the code of the algorithm and
+of the aggregation.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from . import jitcache
 from .ops import build_evict_many, compiled_ops
 
 _kernels: dict = {}
@@ -38,7 +39,7 @@ def count_kernel(algorithm, spec):
     init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(values, window):
         n = values.shape[0]
         out = np.empty(n, out_dtype)
@@ -63,7 +64,7 @@ def time_kernel(algorithm, spec):
     evict_many = _evict_many(algorithm, spec)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(values, times, window):
         n = values.shape[0]
         out = np.empty(n, out_dtype)
@@ -106,7 +107,7 @@ def script_kernel(algorithm, spec):
     init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(codes, values):
         n = codes.shape[0]
         out = np.zeros(n, out_dtype)

@@ -12,6 +12,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numba as nb
 
+from . import jitcache
 from .layout import PYTHON
 
 
@@ -80,11 +81,11 @@ def python_ops(monoid) -> Ops:
 
 def _njit_inline(fn):
     # Inlined at numba's IR level: the kernel loop then holds the whole algorithm.
-    return nb.njit(cache=True, inline="always")(fn)
+    return jitcache.njit(fn, inline="always")
 
 
 def _njit_call(fn):
-    return nb.njit(cache=True)(fn)
+    return jitcache.njit(fn)
 
 
 def compiled_ops(spec) -> Ops:

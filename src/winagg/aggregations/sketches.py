@@ -16,6 +16,7 @@ import math
 import numba as nb
 import numpy as np
 
+from .. import jitcache
 from ..layout import vector_layout
 from .base import Aggregation, Compiled
 
@@ -111,7 +112,7 @@ def _bloom_kernels(bits, hashes):
     words = bits // 64
     nbits = _U(bits)
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def bit_positions(key):
         out = np.empty(hashes, np.uint64)
         h = _U(key)  # an int64 key would turn the uint64 arithmetic below into float64
@@ -120,27 +121,27 @@ def _bloom_kernels(bits, hashes):
             out[k] = h % nbits
         return out
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift_key(key):
         filt = np.zeros(words, np.uint64)
         for bit in bit_positions(key):
             filt[bit >> _U(6)] |= _U(1) << (bit & _U(63))
         return filt
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def contains_key(filt, key):
         for bit in bit_positions(key):
             if (filt[bit >> _U(6)] >> (bit & _U(63))) & _U(1) == _U(0):
                 return False
         return True
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift(x, row):
         if x != x:
             return np.zeros(words, np.uint64)
         return lift_key(float_key(np.float64(x)))
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def estimate(filt):
         # Swamidass and Baldi's estimate of the number of distinct items inserted.
         ones = _popcount(filt)
@@ -198,7 +199,7 @@ class Bloom(Aggregation):
         else:
             probe_key = stable_key(probe)
 
-            @nb.njit(cache=True)
+            @jitcache.njit
             def lower(filt):
                 return 1.0 if contains_key(filt, probe_key) else 0.0
 
@@ -221,14 +222,14 @@ def _countmin_kernels(width, depth):
         return _countmin_cache[(width, depth)]
     w = _U(width)
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift_key(key):
         counts = np.zeros(width * depth, np.int64)
         for row in range(depth):
             counts[row * width + np.int64(mix64(_U(key) + _GOLDEN * _U(row + 1)) % w)] += 1
         return counts
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def estimate_key(counts, key):
         best = np.iinfo(np.int64).max
         for row in range(depth):
@@ -237,13 +238,13 @@ def _countmin_kernels(width, depth):
                 best = c
         return best
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift(x, row):
         if x != x:
             return np.zeros(width * depth, np.int64)
         return lift_key(float_key(np.float64(x)))
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def total(counts):
         return np.float64(counts[:width].sum())
 
@@ -291,7 +292,7 @@ class CountMin(Aggregation):
         else:
             probe_key = stable_key(probe)
 
-            @nb.njit(cache=True)
+            @jitcache.njit
             def lower(counts):
                 return np.float64(estimate_key(counts, probe_key))
 
@@ -318,7 +319,7 @@ def _hll_kernels(precision):
     rest_bits = 64 - precision
     alpha = 0.7213 / (1.0 + 1.079 / registers)
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift_key(key):
         regs = np.zeros(registers, np.uint8)
         h = mix64(_U(key))
@@ -331,13 +332,13 @@ def _hll_kernels(precision):
         regs[index] = rank
         return regs
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def lift(x, row):
         if x != x:
             return np.zeros(registers, np.uint8)
         return lift_key(float_key(np.float64(x)))
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def estimate(regs):
         inverse_sum = 0.0
         zeros = 0

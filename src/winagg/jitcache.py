@@ -1,0 +1,73 @@
+"""Disk caching for numba functions built as closures.
+
+numba keys its disk cache for a closure on the pickled contents of the
+closure's cells. winagg's kernels close over other compiled functions
+(the algorithm's insert/evict/query, the aggregation's combine), and a
+compiled function pickles with a random per-process id, so the key changed in
+every process: nothing was ever loaded, and every run added files.
+:func:`njit` keys the cache instead on the code of the function and,
+recursively, of every compiled function or plain value it closes over or
+calls as a global. A change to any of them gives a new key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import types
+
+import numba as nb
+from numba.core.caching import FunctionCache
+from numba.core.dispatcher import Dispatcher
+
+
+def _code_bytes(code: types.CodeType, out: list) -> None:
+    out.append(code.co_code)
+    out.append(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_bytes(const, out)
+        else:
+            out.append(repr(const).encode())
+
+
+def _value_bytes(value, seen: set) -> bytes:
+    if isinstance(value, Dispatcher):
+        return b"D" + function_digest(value.py_func, seen).encode() + repr(sorted(value.targetoptions.items())).encode()
+    if isinstance(value, types.FunctionType):
+        return b"F" + function_digest(value, seen).encode()
+    try:
+        return b"P" + pickle.dumps(value, protocol=4)
+    except Exception:
+        return b"R" + repr(value).encode()
+
+
+def function_digest(fn: types.FunctionType, seen: set = None) -> str:
+    """A digest of ``fn``'s code, its closure and the compiled globals it calls, recursively."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return "cycle"
+    seen.add(id(fn))
+    parts: list = [fn.__module__.encode(), fn.__qualname__.encode()]
+    _code_bytes(fn.__code__, parts)
+    for cell in fn.__closure__ or ():
+        parts.append(_value_bytes(cell.cell_contents, seen))
+    for name in fn.__code__.co_names:
+        value = fn.__globals__.get(name)
+        if isinstance(value, Dispatcher):
+            parts.append(name.encode() + _value_bytes(value, seen))
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+class _StableClosureCache(FunctionCache):
+    def _index_key(self, sig, codegen):
+        return (sig, codegen.magic_tuple(), (function_digest(self._py_func),))
+
+
+def njit(fn=None, **options):
+    """``numba.njit`` with a disk cache that also works for closures over compiled functions."""
+    if fn is None:
+        return lambda f: njit(f, **options)
+    dispatcher = nb.njit(**options)(fn)
+    dispatcher._cache = _StableClosureCache(fn)
+    return dispatcher
