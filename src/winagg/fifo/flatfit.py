@@ -1,0 +1,159 @@
+"""FlatFIT (Shein, Chrysanthis, Labrinidis, SSDBM 2017): a jump table with path compression.
+
+Position p of the window has a *run*: ``pointers[p]`` (an absolute position,
+p < pointers[p] <= end) and ``partials[p]``, the aggregate of positions
+p .. pointers[p] - 1. A fresh item is a run of one. A query of positions
+a .. b-1 follows the runs from a, pushing each visited position on the
+``Positions`` stack, and on the way back writes the suffix aggregate into
+every visited run except the first and the newest (which the paper leaves
+alone) and points it at b, so that later queries jump over it in one step.
+
+Repairs of the printed Algorithm 1 (see the digest): a one-run chain pops
+the stack once, not twice; the answer is ``partials[t] (+) answer`` (older
+data on the left, right for non-commutative monoids). Extensions made here:
+positions are absolute, so inserts and evicts mix freely (a dynamic window)
+and the buffers double when full; the raw items are kept too, so a range
+that ends before the window does (b < end) steps over a run that reaches
+past b item by item instead of failing. With ranges that end at the window
+end (the paper's queries), the cost is the paper's: amortized <= 3 combines
+per slide for one query, one combine per query when all ranges 1..n run
+largest first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..aggregator import FifoAggregator
+from ..ops import power_of_two_at_least
+from ._loops import loop_jit
+
+INFO = dict(order="fifo", needs_inverse=False,
+            time="O(1) amortized (<= 3 combines per slide), O(n) worst case; n - 1 combines for all ranges 1..n",
+            space="3n",
+            paper="002", native=("insert", "evict", "query", "bulk_evict", "range_query", "query_ranges"))
+
+
+class FlatFitFuncs(NamedTuple):
+    """FlatFIT's operations: the five of :class:`winagg.ops.Funcs`, then ``bulk_evict`` and ``range_query``.
+
+    ``bufs`` is ``(partials, items, pointers, stack)``; pointers and the
+    stack are int64 numpy arrays in both modes.
+    """
+
+    init: object
+    insert: object
+    evict: object
+    query: object
+    grow: object
+    bulk_evict: object
+    range_query: object
+
+
+def build(ops):
+    """FlatFIT specialised to ``ops`` (see the module docstring)."""
+    combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+
+    def new_bufs(cap):
+        # the stack holds at most one entry per position of the window
+        return alloc(cap), alloc(cap), np.zeros(cap, np.int64), np.zeros(cap + 1, np.int64)
+
+    new_bufs = ops.jit_call(new_bufs)
+
+    def chain_fold(partials, items, pointers, stack, mask, pos_from, pos_to):
+        if pos_to <= pos_from:
+            return identity
+        depth = 0
+        pos = pos_from
+        while pos < pos_to:
+            stack[depth] = pos
+            depth += 1
+            slot = pos & mask
+            nxt = pointers[slot]
+            if nxt > pos_to:  # the run reaches past the range: restart it as the lone item
+                store(partials, slot, load(items, slot))
+                nxt = pos + 1
+                pointers[slot] = nxt
+            pos = nxt
+        # unwind: the newest run first; every run between it and the first now ends at pos_to
+        depth -= 1
+        answer = load(partials, stack[depth] & mask)
+        while depth > 1:
+            depth -= 1
+            slot = stack[depth] & mask
+            answer = combine(load(partials, slot), answer)
+            store(partials, slot, answer)
+            pointers[slot] = pos_to
+        if depth == 1:  # the oldest run: combined, not written back (the paper's startInd)
+            answer = combine(load(partials, stack[0] & mask), answer)
+        return answer
+
+    chain_fold = jit(chain_fold)
+
+    def init(capacity):
+        cap = power_of_two_at_least(capacity)
+        return new_bufs(cap), (cap - 1, 0, 0)
+
+    def insert(bufs, st, value):
+        mask, first, end = st
+        slot = end & mask
+        store(bufs[0], slot, value)
+        store(bufs[1], slot, value)
+        bufs[2][slot] = end + 1
+        return (mask, first, end + 1)
+
+    def evict(bufs, st):
+        mask, first, end = st
+        return (mask, first + 1, end)
+
+    def bulk_evict(bufs, st, count):
+        mask, first, end = st
+        return (mask, first + count, end)
+
+    def query(bufs, st):
+        return chain_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], st[1], st[2])
+
+    def range_query(bufs, st, pos_from, pos_to):
+        return chain_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], pos_from, pos_to)
+
+    def grow(bufs, st):
+        mask, first, end = st
+        partials, items, pointers, stack = bufs
+        new_mask = 2 * mask + 1
+        grown = new_bufs(new_mask + 1)
+        for pos in range(first, end):  # pointers are absolute positions: copied unchanged
+            old, new = pos & mask, pos & new_mask
+            store(grown[0], new, load(partials, old))
+            store(grown[1], new, load(items, old))
+            grown[2][new] = pointers[old]
+        return grown, (new_mask, first, end)
+
+    # The queries loop: they run as calls of their own without reference counting (see _loops).
+    looping = loop_jit(ops)
+    return FlatFitFuncs(jit(init), jit(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
+                        looping(range_query))
+
+
+class Aggregator(FifoAggregator):
+    """FlatFIT's aggregator: a FIFO aggregator that also answers several ranges per slide.
+
+    ``query_ranges(sizes)`` returns, for each size r, the lowered aggregate of
+    the r youngest items (all of them when r >= len). The ranges are
+    evaluated largest first, so that each one finds the runs the larger ones
+    just compressed (the digest's order: n - 1 combines for all ranges 1..n).
+    """
+
+    def query_ranges(self, sizes) -> list:
+        """Aggregates of the ``r`` youngest items for each ``r`` in ``sizes``, in the order given."""
+        sizes = list(sizes)
+        for r in sizes:
+            if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or r < 0:
+                raise ValueError(f"range sizes must be integers >= 0, got {r!r}")
+        end, live = self._state[2], len(self)
+        answers = [None] * len(sizes)
+        for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+            width = min(int(sizes[k]), live)
+            answers[k] = self.monoid.lower(self._funcs.range_query(self._bufs, self._state, end - width, end))
+        return answers
