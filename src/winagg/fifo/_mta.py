@@ -1,0 +1,206 @@
+"""The tree of levels shared by Log MTA and Amortized MTA (paper 001), as index ranges.
+
+The paper keeps each tree level as a FIFO queue of sibling *pairs*, with an
+empty marker where the first pair lost its left element or the last pair has
+no right element yet. Here a level is a contiguous range of element indices
+``[lo, hi)`` plus a pairing base: element ``k`` of level ``l`` is in pair
+``(k - base) >> 1`` (left when the offset is even), and that pair's parent is
+element ``(k - base) >> 1`` of level ``l + 1``. The empty markers become
+arithmetic: the head pair lacks its left element when ``lo - base`` is odd,
+the tail pair lacks its right one when ``hi - base`` is odd. Evicting is
+advancing ``lo`` (the paper's ``remove_pairs`` only moves a head pointer
+too), so a bulk eviction of any size is one O(1) step per level.
+
+Level 0 holds the items themselves, its indices are item positions (so the
+window's ``first``/``end`` are level 0's ``lo``/``hi``), and its base is 0.
+
+Storage (one source for Python and numba): the partials of every level share
+one buffer ``vals`` where level ``l`` is a ring at ``off[l]`` of size
+``mask[l] + 1``; the integer fields live in ``meta``, a list in Python mode
+and an int64 array when compiled. The rings hold twice the largest usable
+window at level 0 and half of the level below above it (at least 16): a
+level spans at most ``n / 2**l + 4`` slots, which fits when ``n`` is at most
+three quarters of level 0's ring. A *virtual* tree (key-value store backing)
+gives every level an unbounded index space at ``l << 48`` instead, so it
+never grows and a store key is ``(slot >> 48, slot & (2**48 - 1))``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from ..layout import PYTHON
+
+#: Offsets of the per-level fields in ``meta`` (levels 0..MAX_LEVELS-1).
+MAX_LEVELS = 64
+LO, HI, BASE, OFF, MASK = 0, MAX_LEVELS, 2 * MAX_LEVELS, 3 * MAX_LEVELS, 4 * MAX_LEVELS
+#: ``meta[STACK]``: where the stack of future oldest-tree aggregates (AMTA) starts in ``vals``.
+STACK = 5 * MAX_LEVELS
+META_SIZE = STACK + 1
+#: Levels of a virtual tree: level ``l`` owns the slots ``l << VIRTUAL_SHIFT ..``.
+VIRTUAL_SHIFT = 48
+VIRTUAL_CAPACITY = 1 << 46
+
+
+@nb.njit(cache=True)
+def _int_array(n):
+    return np.zeros(n, np.int64)
+
+
+def _int_list(n):
+    return [0] * n
+
+
+@nb.njit(cache=True)
+def ring_size_for(capacity):
+    """Level 0's ring size for a window of up to ``capacity`` items (a power of two >= 16)."""
+    ring = 16
+    while ring * 3 // 4 < capacity:
+        ring *= 2
+    return ring
+
+
+@nb.njit(cache=True)
+def level_count_for(ring):
+    """Levels to lay out for level 0's ring size ``ring`` (more than a full tree ever needs)."""
+    levels = 4
+    size = ring
+    while size > 1:
+        size //= 2
+        levels += 1
+    return min(levels, MAX_LEVELS)
+
+
+class Tree(NamedTuple):
+    """The jitted helpers over ``(vals, meta)`` that both MTA algorithms use."""
+
+    new_tree: object       # new_tree(ring) -> (vals, meta): empty window, one level
+    get: object            # get(vals, meta, level, index) -> partial
+    put: object            # put(vals, meta, level, index, partial)
+    pair_agg: object       # pair_agg(vals, meta, level, pair) -> aggregate of the pair's live elements
+    repair_left: object    # repair_left(vals, meta, h): recompute the leftmost branch bottom-up
+    regrow: object         # regrow(vals, meta, h, stack_size) -> (vals, meta) with twice the ring sizes
+    removable: object      # removable(vals, meta, h, forest, total, removed, wsp) -> items the WSP removes
+
+
+def build_tree(ops, virtual: bool = False) -> Tree:
+    """Helpers specialised to ``ops``; ``virtual`` lays levels out for a key-value store."""
+    combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    python_mode = ops.alloc is PYTHON.alloc or virtual
+    int_buffer = _int_list if python_mode else _int_array
+
+    def lay_out(meta, ring):
+        # level 0 gets the whole ring, each level above half of the one below (at least 16)
+        levels = level_count_for(ring)
+        offset = 0
+        for level in range(levels):
+            size = ring if level == 0 else max(ring >> level, 16)
+            meta[OFF + level] = offset
+            meta[MASK + level] = size - 1
+            offset += size
+        meta[STACK] = offset
+        return offset + MAX_LEVELS
+
+    def lay_out_virtual(meta, ring):
+        for level in range(MAX_LEVELS):
+            meta[OFF + level] = level << VIRTUAL_SHIFT
+            meta[MASK + level] = (1 << VIRTUAL_SHIFT) - 1
+        meta[STACK] = MAX_LEVELS << VIRTUAL_SHIFT
+        return 0
+
+    layout = lay_out_virtual if virtual else jit(lay_out)
+
+    def new_tree(ring):
+        meta = int_buffer(META_SIZE)
+        total = layout(meta, ring)
+        return alloc(total), meta
+
+    def get(vals, meta, level, index):
+        return load(vals, meta[OFF + level] + (index & meta[MASK + level]))
+
+    get = jit(get)
+
+    def put(vals, meta, level, index, value):
+        store(vals, meta[OFF + level] + (index & meta[MASK + level]), value)
+
+    put = jit(put)
+
+    def pair_agg(vals, meta, level, pair):
+        left = meta[BASE + level] + 2 * pair
+        lo = meta[LO + level]
+        hi = meta[HI + level]
+        if left >= lo:
+            if left + 1 < hi:
+                return combine(get(vals, meta, level, left), get(vals, meta, level, left + 1))
+            return get(vals, meta, level, left)
+        return get(vals, meta, level, left + 1)
+
+    pair_agg = jit(pair_agg)
+
+    def repair_left(vals, meta, h):
+        # The head element of each level above 0 is the parent of the head pair below;
+        # after evictions it may still cover evicted items, so rebuild it from below.
+        for level in range(h - 1):
+            parent = meta[LO + level + 1]
+            put(vals, meta, level + 1, parent, pair_agg(vals, meta, level, parent))
+
+    repair_left = jit(repair_left)
+
+    def regrow(vals, meta, h, stack_size):
+        new_meta = int_buffer(META_SIZE)
+        for i in range(META_SIZE):
+            new_meta[i] = meta[i]
+        total = layout(new_meta, 2 * (meta[MASK] + 1))
+        new_vals = alloc(total)
+        for level in range(h):
+            for index in range(meta[LO + level], meta[HI + level]):
+                put(new_vals, new_meta, level, index, get(vals, meta, level, index))
+        for i in range(stack_size):
+            store(new_vals, new_meta[STACK] + i, load(vals, meta[STACK] + i))
+        return new_vals, new_meta
+
+    regrow = ops.jit_call(regrow)
+
+    def removable(vals, meta, h, forest, total, removed, wsp):
+        # Root-to-leaf search for the oldest item that must stay (the paper's Algorithm 2,
+        # one wsp test per level). Trees are tried oldest first: the top pair, then (forest
+        # only) the tail pair of each lower level. `removed` is what is already evicted.
+        level = h - 1
+        start = meta[LO + level]
+        stop = meta[HI + level]
+        while True:
+            index = start
+            while index < stop:
+                candidate = combine(removed, get(vals, meta, level, index))
+                if not wsp(total, candidate):
+                    break
+                removed = candidate
+                index += 1
+            if index < stop:  # element `index` must (partly) stay: search its children
+                if level == 0:
+                    return index - meta[LO]
+                level -= 1
+                left = meta[BASE + level] + 2 * index
+                start = max(meta[LO + level], left)
+                stop = min(meta[HI + level], left + 2)
+            elif forest and level > 0:  # this whole tree goes: try the next (younger) one
+                level -= 1
+                hi = meta[HI + level]
+                base = meta[BASE + level]
+                start = max(meta[LO + level], base + 2 * ((hi - 1 - base) >> 1))
+                stop = hi
+            else:
+                return meta[HI] - meta[LO]
+
+    removable = jit(removable)
+
+    return Tree(jit(new_tree), get, put, pair_agg, repair_left, regrow, removable)
+
+
+@nb.njit(cache=True)
+def capacity_of(ring):
+    """Usable window size (``mask + 1`` in the state) of a tree whose level 0 ring is ``ring``."""
+    return ring * 3 // 4
