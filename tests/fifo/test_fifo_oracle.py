@@ -71,6 +71,11 @@ COMPILED_DABA_LITE = ["count", "min", "argmin", "mincount", "maxcount", "varianc
 COMPILED_CASES = [(alg, agg) for alg in FIFO for agg in COMPILED_EVERYWHERE
                   if not (info(alg).needs_inverse and not winagg.aggregations.get(agg).invertible)]
 COMPILED_CASES += [("daba_lite", agg) for agg in COMPILED_DABA_LITE]
+# The MTAs compile slowly (many small tree helpers): one aggregation per layout each
+# (scalar, tuple, vector); tests/fifo/test_lmta.py and test_amta.py add their bulk paths.
+COMPILED_SLOW = {"lmta": ["max", "mean", "bloom"], "amta": ["sum", "argmax", "bloom"]}
+COMPILED_CASES = [(alg, agg) for alg, agg in COMPILED_CASES
+                  if alg not in COMPILED_SLOW or agg in COMPILED_SLOW[alg]]
 
 
 def as_number(answer):
