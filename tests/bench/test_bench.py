@@ -28,7 +28,8 @@ def test_help_lists_experiments_and_options(capsys):
     text = capsys.readouterr().out
     for name in bench.EXPERIMENTS:
         assert name in text
-    for flag in ("--sizes", "--repeat", "--rounds", "--algorithms", "--aggs", "--quick", "--out", "--window"):
+    for flag in ("--sizes", "--repeat", "--rounds", "--algorithms", "--aggs", "--quick", "--out", "--window",
+                 "--trials"):
         assert flag in text
 
 
@@ -63,10 +64,11 @@ def test_latency_quick(tmp_path):
     rows = _read(out / "latency.csv")
     assert [(r["algorithm"], r["aggregation"]) for r in rows] == [("two_stacks", "sum"), ("daba", "sum")]
     for row in rows:
-        assert int(row["window"]) == 64 and int(row["rounds"]) == 3000
+        assert int(row["window"]) == 64 and int(row["rounds"]) == 3000 and int(row["trials"]) == 2
         stats = [float(row[f"{s}_ns"]) for s in ("min", "median", "p99", "p99_9", "p99_999", "max")]
         assert 0 < stats[0] and stats == sorted(stats)
         assert float(row["max_cycles"]) > 0 and float(row["cycles_per_ns"]) > 0
+        assert float(row["raw_max_ns"]) >= stats[-1]  # the per-round minimum never raises the maximum
     _assert_png(out / "latency.png")
 
 
