@@ -6,9 +6,9 @@ and on disk by numba.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from .. import jitcache
 from ..ops import compiled_ops
 from .fiba import INFO, build
 
@@ -52,7 +52,7 @@ def ooo_script_kernel(spec, options=None, times="float64"):
     evict_upto, bulk_insert, range_query, reserve = f.evict_upto, f.bulk_insert, f.range_query, f.reserve
     lift, lower, out_dtype, alloc, store = spec.lift, spec.lower, spec.out_dtype, spec.layout.alloc, spec.layout.store
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(codes, when, aux, values, batch_times, batch_values):
         n = codes.shape[0]
         out = np.zeros(n, out_dtype)
@@ -105,7 +105,7 @@ def rolling_kernel(spec, options=None, times="float64"):
                                                                  f.reserve, f.oldest)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(values, when, window):
         n = values.shape[0]
         out = np.empty(n, out_dtype)

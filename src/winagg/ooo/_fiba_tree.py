@@ -27,6 +27,7 @@ from typing import Any, Callable, NamedTuple
 import numba as nb
 import numpy as np
 
+from .. import jitcache
 from ..layout import PYTHON
 from ..ops import power_of_two_at_least
 
@@ -63,7 +64,7 @@ def _times_np_int(n):
 def _no_nrt(fn):
     # Reference counting costs ~30 ns per buffer access in the tree's branchy loops; with scalar
     # partials nothing here allocates, so the tree runs without the runtime (~1 ns).
-    return nb.njit(cache=True, _nrt=False)(fn)
+    return jitcache.njit(fn, _nrt=False)
 
 
 def _ints_py(n):

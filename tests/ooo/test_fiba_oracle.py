@@ -1,0 +1,235 @@
+"""FiBA against the out-of-order brute-force oracle, with its invariants checked after every step."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import winagg
+from winagg.ooo import fiba
+from winagg.registry import info
+
+from oracle import CONCAT, MATRIX, OutOfOrderReference, check_same, ooo_scripts, run_ooo_script, same_answer
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+VARIANTS = [dict(min_arity=a, variant=v, bulk=bulk) for a in (2, 4, 8) for v in ("finger", "classic")
+            for bulk in (True, False)]
+
+
+def vid(opts):
+    return f"{'b' if opts['bulk'] else 'nb'}_{opts['variant']}{opts['min_arity']}"
+
+
+def checked(monoid, **opts):
+    """A FiBA aggregator that verifies every B-tree invariant after each operation."""
+    return fiba.Aggregator(info("fiba"), winagg.aggregations.get(monoid), check=True, **opts)
+
+
+@pytest.mark.parametrize("opts", VARIANTS, ids=vid)
+@SETTINGS
+@given(script=ooo_scripts)
+def test_every_variant_matches_oracle_with_a_non_commutative_monoid(opts, script):
+    run_ooo_script(checked(CONCAT, **opts), CONCAT, script)
+
+
+MONOID_CASES = [(m, opts) for m in (MATRIX, "sum", "max", "mean", "argmax", "geomean", "first", "collect", "bloom")
+                for opts in (dict(min_arity=2, variant="finger", bulk=True),
+                             dict(min_arity=4, variant="classic", bulk=False))]
+
+
+@pytest.mark.parametrize("monoid,opts", MONOID_CASES,
+                         ids=[f"{getattr(m, 'name', m)}-{vid(o)}" for m, o in MONOID_CASES])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=ooo_scripts)
+def test_builtin_and_matrix_monoids_match_oracle(monoid, opts, script):
+    m = winagg.aggregations.get(monoid)
+    run_ooo_script(checked(m, **opts), m, script)
+
+
+# ---------------------------------------------------------------- the reference implementation's defect
+@pytest.mark.parametrize("min_arity", [2, 4, 8])
+def test_bulk_insert_with_an_existing_time_after_new_times(min_arity):
+    """Paper 004's reference code corrupts aggregates when a batch holds an already-present time
+    after new times (its recompute event went on unconsolidated): every existing time, at every
+    level of a deep tree, takes that place in a batch that also splits nodes on its way."""
+    existing = list(range(0, 400, 10))
+    for present in existing[1:]:
+        agg = checked(CONCAT, min_arity=min_arity)
+        ref = OutOfOrderReference(CONCAT)
+        for t in existing:
+            agg.insert(f"<{t}>", t)
+            ref.insert(f"<{t}>", t)
+        new_before = [present - 9 + k for k in range(9)]  # new times right before the present one
+        new_after = [present + 1 + k for k in range(9)]
+        times = new_before + [present] + new_after
+        items = [f"[{t}]" for t in times]
+        agg.bulk_insert(items, times)
+        ref.bulk_insert(items, times)
+        check_same(agg, ref, f"present time {present}")
+
+
+def test_equal_times_in_a_batch_combine_in_batch_order_after_the_old_value():
+    agg = checked(CONCAT, min_arity=2)
+    agg.insert("a", 5)
+    agg.bulk_insert(["b", "c", "d", "e"], [1, 5, 5, 7])
+    assert agg.query() == "b;a;c;d;e;"
+    assert len(agg) == 3
+    assert agg.query(5, 5) == "a;c;d;"
+
+
+# ---------------------------------------------------------------- API contract
+def test_bulk_evict_returns_how_many_went_for_none_some_and_all():
+    agg = checked("sum", min_arity=2)
+    agg.bulk_insert(list(range(100)), list(range(100)))
+    assert agg.bulk_evict(-5) == 0
+    assert agg.bulk_evict(0) == 1
+    assert agg.bulk_evict(49.5) == 49
+    assert agg.query() == sum(range(50, 100))
+    assert agg.bulk_evict(1000) == 50
+    assert len(agg) == 0 and agg.query() == 0 and agg.oldest_time() is None
+
+
+def test_unsorted_batch_raises_and_changes_nothing():
+    agg = checked(CONCAT)
+    agg.bulk_insert(["x", "y"], [1, 2])
+    with pytest.raises(winagg.OutOfOrderError):
+        agg.bulk_insert(["p", "q", "r"], [3, 5, 4])
+    assert agg.query() == "x;y;" and len(agg) == 2
+
+
+@pytest.mark.parametrize("bad", [None, float("nan")])
+def test_missing_times_raise_and_change_nothing(bad):
+    agg = checked("sum")
+    agg.insert(1.0, 1.0)
+    with pytest.raises(winagg.InvalidTimeError):
+        agg.insert(2.0, bad)
+    with pytest.raises(winagg.InvalidTimeError):
+        agg.bulk_insert([2.0, 3.0], [2.0, bad])
+    with pytest.raises(winagg.InvalidTimeError):
+        agg.bulk_evict(bad)
+    assert agg.query() == 1.0 and len(agg) == 1
+
+
+def test_evict_on_empty_raises():
+    agg = checked("sum")
+    with pytest.raises(winagg.EmptyWindowError):
+        agg.evict()
+
+
+def test_registry_builds_fiba_with_options_and_refuses_unknown_ones():
+    agg = winagg.make("fiba", "max", min_arity=8, variant="classic", bulk=False)
+    assert isinstance(agg, fiba.Aggregator) and agg.options["min_arity"] == 8
+    assert info("fiba").order == "any"
+    with pytest.raises(ValueError):
+        winagg.make("fiba", "max", min_arity=3)
+    with pytest.raises(ValueError):
+        winagg.make("fiba", "max", variant="skip")
+
+
+@pytest.mark.parametrize("opts", VARIANTS[:4], ids=vid)
+def test_pickle_round_trip_is_exact_and_keeps_working(opts):
+    agg = checked(CONCAT, **opts)
+    ref = OutOfOrderReference(CONCAT)
+    rng = np.random.default_rng(3)
+    for k, t in enumerate(rng.integers(0, 200, 150).tolist()):
+        agg.insert(str(k % 10), t)
+        ref.insert(str(k % 10), t)
+    copy = pickle.loads(pickle.dumps(agg))
+    check_same(copy, ref, "after unpickling")
+    for a in (agg, copy):
+        a.bulk_evict(100)
+        a.bulk_insert(["z", "y"], [150, 300])
+    ref.bulk_evict(100)
+    ref.bulk_insert(["z", "y"], [150, 300])
+    check_same(copy, ref, "unpickled copy, later")
+    check_same(agg, ref, "original, later")
+
+
+def test_python_times_of_any_comparable_type():
+    agg = checked(CONCAT, min_arity=2)
+    for word in ["pear", "apple", "fig", "kiwi", "banana", "cherry"]:
+        agg.insert(word[0], word)
+    assert agg.query() == "a;b;c;f;k;p;"
+    assert agg.query("b", "g") == "b;c;f;"
+    with pytest.raises(winagg.InvalidTimeError):
+        agg.insert("x", 3)  # not comparable with strings: refused before any change
+    assert agg.bulk_evict("c") == 2 and agg.oldest_time() == "cherry"
+
+
+# ---------------------------------------------------------------- compiled, against the oracle
+# Each case compiles the whole tree once (cached on disk afterwards): few, but covering both
+# variants, both bulk modes, scalar and vector partials.
+COMPILED = [("sum", dict(min_arity=2, variant="finger", bulk=True)),
+            ("geomean", dict(min_arity=4, variant="classic", bulk=False)),
+            ("bloom", dict(min_arity=2, variant="finger", bulk=True))]
+
+compiled_script = st.lists(st.one_of(
+    st.tuples(st.just("insert"), st.integers(1, 20), st.integers(0, 300)),
+    st.tuples(st.just("insert"), st.integers(1, 20), st.integers(0, 300)),
+    st.tuples(st.just("evict")),
+    st.tuples(st.just("bulk_evict"), st.integers(-1, 302)),
+    st.tuples(st.just("bulk_insert"), st.lists(st.tuples(st.integers(1, 20), st.integers(0, 300)), max_size=40)),
+    st.tuples(st.just("query")),
+    st.tuples(st.just("range"), st.integers(-1, 302), st.integers(-1, 302))), max_size=150)
+
+
+def compiled_answer(answer):
+    if isinstance(answer, winagg.aggregations.BloomFilter):
+        return answer.estimated_count()
+    return answer
+
+
+@pytest.mark.parametrize("agg,opts", COMPILED, ids=[f"{a}-{vid(o)}" for a, o in COMPILED])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=compiled_script)
+def test_compiled_matches_oracle(agg, opts, script):
+    from winagg.ooo._fiba_kernels import (OP_BULK_EVICT, OP_BULK_INSERT, OP_EVICT, OP_INSERT, OP_QUERY, OP_RANGE,
+                                          ooo_script_kernel)
+
+    monoid = winagg.aggregations.get(agg)
+    kernel = ooo_script_kernel(monoid.compiled_for(np.dtype(np.float64)), opts)
+    codes, when, aux, values, batch_t, batch_v = [], [], [], [], [], []
+    for op in script:
+        kind = op[0]
+        code = dict(insert=OP_INSERT, evict=OP_EVICT, bulk_evict=OP_BULK_EVICT, bulk_insert=OP_BULK_INSERT,
+                    query=OP_QUERY, range=OP_RANGE)[kind]
+        t, a, v = 0.0, 0.0, 0.0
+        if kind == "insert":
+            v, t = float(op[1]), float(op[2])
+        elif kind == "bulk_evict":
+            t = float(op[1])
+        elif kind == "bulk_insert":
+            batch = sorted(op[1], key=lambda vt: vt[1])
+            a = float(len(batch))
+            batch_v += [float(x) for x, _ in batch]
+            batch_t += [float(y) for _, y in batch]
+        elif kind == "range":
+            t, a = float(op[1]), float(op[2])
+        codes.append(code)
+        when.append(t)
+        aux.append(a)
+        values.append(v)
+    arrays = [np.array(codes, np.int64)] + [np.array(x, np.float64) for x in (when, aux, values, batch_t, batch_v)]
+    out, sizes = kernel(*arrays)
+    ref = OutOfOrderReference(monoid)
+    cursor = 0
+    for k, op in enumerate(script):
+        kind = op[0]
+        if kind == "insert":
+            ref.insert(float(op[1]), float(op[2]))
+        elif kind == "evict":
+            if len(ref):
+                ref.evict()
+        elif kind == "bulk_evict":
+            ref.bulk_evict(float(op[1]))
+        elif kind == "bulk_insert":
+            n = int(aux[k])
+            ref.bulk_insert(batch_v[cursor:cursor + n], batch_t[cursor:cursor + n])
+            cursor += n
+        elif kind in ("query", "range"):
+            want = compiled_answer(ref.query() if kind == "query" else ref.query(float(op[1]), float(op[2])))
+            assert same_answer(out[k].item(), want), f"op {k} {op}: compiled {out[k]!r}, oracle {want!r}"
+        assert sizes[k] == len(ref), f"op {k} {op}: size {sizes[k]}, oracle {len(ref)}"
