@@ -7,7 +7,9 @@ compiled function pickles with a random per-process id, so the key changed in
 every process: nothing was ever loaded, and every run added files.
 :func:`njit` keys the cache instead on the code of the function and,
 recursively, of every compiled function or plain value it closes over or
-calls as a global. A change to any of them gives a new key.
+calls as a global. A change to any of them gives a new key, and the digest
+also goes into the function's name, so that specialisations compiled in
+different processes never share a symbol once loaded into one.
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ def njit(fn=None, **options):
     """``numba.njit`` with a disk cache that also works for closures over compiled functions."""
     if fn is None:
         return lambda f: njit(f, **options)
+    # numba names a compiled function after its qualified name and a per-process counter.
+    # Two closures of one source function, compiled in different processes and loaded from
+    # the cache into one, could get the same symbol and share (or miss) an environment;
+    # the digest in the name keeps every specialisation's symbols apart.
+    fn.__qualname__ = f"{fn.__qualname__}_{function_digest(fn)[:16]}"
     dispatcher = nb.njit(**options)(fn)
     dispatcher._cache = _StableClosureCache(fn)
     return dispatcher

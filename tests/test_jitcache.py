@@ -1,0 +1,41 @@
+"""The disk cache of compiled closures: hits across processes, and no symbol clashes."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import winagg
+    for pair in sys.argv[1:]:
+        algorithm, agg = pair.split(":")
+        out = winagg.rolling(1 + (np.arange(50.0) % 101), 16, agg, algorithm=algorithm)
+        print(pair, float(out[-1]))
+""")
+
+
+def run(cache_dir, *pairs):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, *pairs], env=env, capture_output=True,
+                          text=True, check=True)
+    lines = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    return {k: float(v) for k, v in lines.items()}
+
+
+def test_kernels_compiled_in_different_processes_load_together(tmp_path):
+    # Each kernel is compiled in its own process, then both are loaded from the cache into a
+    # third: their symbols must not clash (they did when named by a per-process counter).
+    assert run(tmp_path, "daba_lite:sum")["daba_lite:sum"] == 680.0
+    assert run(tmp_path, "soe:sum")["soe:sum"] == 680.0
+    both = run(tmp_path, "daba_lite:sum", "soe:sum", "two_stacks:max")
+    assert both["daba_lite:sum"] == 680.0  # sum of the last 16 of 1..50
+    assert both["soe:sum"] == 680.0
+    assert both["two_stacks:max"] == 50.0
+    cached = sorted(tmp_path.rglob("*.nbc"))
+    assert cached, "nothing was written to the cache"
+    again = run(tmp_path, "daba_lite:sum", "soe:sum", "two_stacks:max")
+    assert again["soe:sum"] == 680.0
+    # every kernel was found in the cache: a miss would have compiled and saved a new entry
+    assert sorted(tmp_path.rglob("*.nbc")) == cached
