@@ -15,6 +15,9 @@ import importlib
 EXPERIMENTS = {
     "throughput": "winagg.bench.throughput",
     "latency": "winagg.bench.latency",
+    "ra_breakeven": "winagg.bench.ra_breakeven",
+    "ra_scaling": "winagg.bench.ra_scaling",
+    "flatfit": "winagg.bench.flatfit_multi",
 }
 
 

@@ -1,0 +1,208 @@
+"""Experiment ``ra_scaling``: the Reactive Aggregator's costs as in the RA paper's Figs. 7, 9 and 10.
+
+* ``per_item``: microseconds per (1,1)-change (evict + insert + query) against
+  window n = 2^3 .. 2^SIZES (default 2^23), through ``winagg.rolling(...,
+  algorithm="flatfat")``; O(log n) shows as a straight line on the log-x axis.
+* ``firing``: a firing of m evicts + m inserts + one query, with the batches
+  as FlatFAT's level-by-level updates (``bulk_evict`` / ``bulk_insert``), for
+  m in {1, 4, 64, n/16, n/4, n}: microseconds per firing and per tuple
+  (predicted O(1 + log(n/m)) per tuple).
+* ``oscillating``: cycles of n inserts then n evicts, one query per
+  operation, with capacity fixed at 4n ("fixed") or doubled when full and
+  halved below a quarter ("osc."): resizing amortizes to O(1) per operation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+from ..ops import compiled_ops
+from ..rolling import rolling
+from . import common, ra_common
+
+NAME = "ra_scaling"
+DESCRIPTION = "flatfat cost per item vs n to 2^23, per firing vs m, and with oscillating capacity (RA Figs 7, 9, 10)"
+
+DEFAULTS = dict(aggs=("max", "stddev"), rounds=2_000_000, budget=10.0, repeat=3, ra_sizes=23, out="results/ra_scaling")
+QUICK = dict(aggs=("max",), rounds=2000, repeat=1, ra_sizes=8)
+
+COLUMNS = ("part", "aggregation", "window", "m", "mode", "rounds", "median_us_per_item", "median_us_per_firing",
+           "seconds", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
+
+_kernels: dict = {}
+
+
+def add_arguments(group) -> None:
+    """The options only this experiment takes."""
+    group.add_argument("--ra-sizes", type=int, metavar="K", help="largest window 2^K (default 23; --quick: 8)")
+
+
+def _funcs(agg: str):
+    if ("funcs", agg) not in _kernels:
+        from ..fifo import flatfat
+
+        spec = common.compiled_spec(agg)
+        _kernels[("funcs", agg)] = (flatfat.build(compiled_ops(spec)), spec)
+    return _kernels[("funcs", agg)]
+
+
+def firing_kernel(agg: str):
+    """``kernel(values, n, m, firings) -> checksum``: fill n, then firings of m evicts + m inserts + query."""
+    if ("firing", agg) in _kernels:
+        return _kernels[("firing", agg)]
+    funcs, spec = _funcs(agg)
+    init, bulk_evict, bulk_insert, query = funcs.init, funcs.bulk_evict, funcs.bulk_insert, funcs.query
+    alloc, store, lift, lower = spec.layout.alloc, spec.layout.store, spec.lift, spec.lower
+
+    @nb.njit
+    def kernel(values, n, m, firings):
+        bufs, st = init(n + m)
+        staging = alloc(max(n, m))
+        for i in range(n):
+            store(staging, i, lift(values[i], i))
+        st = bulk_insert(bufs, st, staging, n)
+        checksum = 0.0
+        row = n
+        for _ in range(firings):
+            st = bulk_evict(bufs, st, m)
+            for k in range(m):
+                store(staging, k, lift(values[row + k], row + k))
+            st = bulk_insert(bufs, st, staging, m)
+            row += m
+            checksum += lower(query(bufs, st))
+        return checksum
+
+    _kernels[("firing", agg)] = kernel
+    return kernel
+
+
+def oscillating_kernel(agg: str):
+    """``kernel(values, n, cycles, fixed) -> checksum``: cycles of n inserts then n evicts, a query after each."""
+    if ("osc", agg) in _kernels:
+        return _kernels[("osc", agg)]
+    funcs, spec = _funcs(agg)
+    init, insert, evict, query, grow, shrink = (funcs.init, funcs.insert, funcs.evict, funcs.query, funcs.grow,
+                                                funcs.shrink)
+    lift, lower = spec.lift, spec.lower
+
+    @nb.njit
+    def kernel(values, n, cycles, fixed):
+        bufs, st = init(4 * n if fixed else 16)
+        for i in range(n // 4):  # the window oscillates between n/4 and 5n/4 items
+            st = insert(bufs, st, lift(values[i], i))
+        checksum = 0.0
+        row = n // 4
+        for _ in range(cycles):
+            for _ in range(n):
+                if st[2] - st[1] > st[0]:
+                    bufs, st = grow(bufs, st)
+                st = insert(bufs, st, lift(values[row], row))
+                row += 1
+                checksum += lower(query(bufs, st))
+            for _ in range(n):
+                st = evict(bufs, st)
+                if not fixed and st[0] + 1 > 16 and 4 * (st[2] - st[1]) < st[0] + 1:
+                    bufs, st = shrink(bufs, st)
+                checksum += lower(query(bufs, st))
+        return checksum
+
+    _kernels[("osc", agg)] = kernel
+    return kernel
+
+
+def _settings(args) -> dict:
+    get = lambda name: common.option(args, name, DEFAULTS, QUICK)  # noqa: E731
+    cfg = dict(aggs=common.names(get("aggs")), rounds=get("rounds"), budget=get("budget"),
+               repeat=getattr(args, "repeat", None) or (QUICK if args.quick else DEFAULTS)["repeat"],
+               ra_sizes=get("ra_sizes"), quick=bool(args.quick), out=get("out"))
+    common.check_names(["flatfat"], cfg["aggs"])
+    for agg in cfg["aggs"]:
+        if common.compiled_spec(agg) is None:
+            raise SystemExit(f"ra_scaling runs compiled aggregations only; {agg!r} has no compiled form")
+    return cfg
+
+
+def _per_item(cfg, agg, extra, bar) -> list:
+    rows = []
+    rolling(common.paper_values(64), window=8, agg=agg, algorithm="flatfat")  # compile or load the kernel
+    for k in range(3, cfg["ra_sizes"] + 1):
+        n = 2 ** k
+        values = common.paper_values(n + cfg["rounds"])
+        median, _ = ra_common.median_seconds(lambda: rolling(values, window=n, agg=agg, algorithm="flatfat"),
+                                             cfg["repeat"], warm_up=False)
+        rows.append(dict(part="per_item", aggregation=agg, window=n, m=1, mode="rolling", rounds=cfg["rounds"],
+                         median_us_per_item=round(median / len(values) * 1e6, 5), seconds=round(median, 4), **extra))
+        bar.update(1)
+    return rows
+
+
+def _firings(cfg, agg, extra, bar) -> list:
+    rows, kernel = [], firing_kernel(agg)
+    for k in range(4, min(cfg["ra_sizes"], 20) + 1, 2):
+        n = 2 ** k
+        for m in sorted({1, 4, 64, n // 16, n // 4, n} - {0}):
+            if m > n:
+                continue
+            firings = max(3, min(cfg["rounds"] // m, cfg["rounds"] // 8))
+            values = common.paper_values(n + m * firings + 1)
+            median, _ = ra_common.median_seconds(lambda: kernel(values, n, m, firings), cfg["repeat"])
+            rows.append(dict(part="firing", aggregation=agg, window=n, m=m, mode="bulk", rounds=firings,
+                             median_us_per_item=round(median / (firings * m) * 1e6, 5),
+                             median_us_per_firing=round(median / firings * 1e6, 4), seconds=round(median, 4),
+                             **extra))
+        bar.update(1)
+    return rows
+
+
+def _oscillating(cfg, agg, extra, bar) -> list:
+    rows, kernel = [], oscillating_kernel(agg)
+    for k in range(4, min(cfg["ra_sizes"], 20) + 1, 2):
+        n = 2 ** k
+        cycles = max(1, cfg["rounds"] // (2 * n))
+        values = common.paper_values(n // 4 + cycles * n + 1)
+        for fixed in (True, False):
+            median, _ = ra_common.median_seconds(lambda: kernel(values, n, cycles, fixed), cfg["repeat"])
+            rows.append(dict(part="oscillating", aggregation=agg, window=n, m=1, mode="fixed" if fixed else "osc.",
+                             rounds=2 * n * cycles, median_us_per_item=round(median / (2 * n * cycles) * 1e6, 5),
+                             seconds=round(median, 4), **extra))
+        bar.update(1)
+    return rows
+
+
+def run(args) -> int:
+    """Run the experiment; write ra_scaling.csv and ra_scaling.png."""
+    cfg = _settings(args)
+    out = Path(cfg["out"])
+    extra = ra_common.record(NAME, {k: cfg[k] for k in ("aggs", "rounds", "repeat", "ra_sizes", "quick", "out")})
+    steps = len(range(3, cfg["ra_sizes"] + 1)) + 2 * len(range(4, min(cfg["ra_sizes"], 20) + 1, 2))
+    rows = []
+    with common.progress(steps * len(cfg["aggs"]), NAME) as bar:
+        for agg in cfg["aggs"]:
+            bar.set_postfix_str(agg)
+            rows += _per_item(cfg, agg, extra, bar) + _firings(cfg, agg, extra, bar) + _oscillating(cfg, agg, extra, bar)
+    common.write_csv(out / "ra_scaling.csv", rows, COLUMNS)
+    panels = []
+    for agg in cfg["aggs"]:
+        pick = lambda part, key, val: [r for r in rows if r["aggregation"] == agg and r["part"] == part  # noqa: E731
+                                       and r[key] == val]
+        per_item = [r for r in rows if r["aggregation"] == agg and r["part"] == "per_item"]
+        panels.append((f"{agg}: (1,1)-change", "window n", "us per item",
+                       {"flatfat": ([r["window"] for r in per_item], [r["median_us_per_item"] for r in per_item])}))
+        firing = [r for r in rows if r["aggregation"] == agg and r["part"] == "firing"]
+        labels = {}
+        for r in firing:
+            n, m = r["window"], r["m"]
+            label = {1: "m=1", 4: "m=4", 64: "m=64", n // 16: "m=n/16", n // 4: "m=n/4", n: "m=n"}[m]
+            labels.setdefault(label, ([], []))
+            labels[label][0].append(n)
+            labels[label][1].append(r["median_us_per_item"])
+        panels.append((f"{agg}: firings of m changes", "window n", "us per tuple", labels))
+        osc = {mode: ([r["window"] for r in pick("oscillating", "mode", mode)],
+                      [r["median_us_per_item"] for r in pick("oscillating", "mode", mode)]) for mode in ("fixed", "osc.")}
+        panels.append((f"{agg}: capacity fixed vs oscillating", "window n", "us per operation", osc))
+    ra_common.line_png(panels, out / "ra_scaling.png", ylog=False)
+    print(f"wrote {out / 'ra_scaling.csv'} and {out / 'ra_scaling.png'}")
+    return 0
