@@ -1,0 +1,15 @@
+"""Key-value store backing for the Monoid Tree Aggregator (paper 001).
+
+:class:`StoredWindow` runs an ``amta`` or ``lmta`` window whose tree levels
+live in a :class:`Store`: :class:`SQLiteStore` (embedded, a file; the
+default choice) or :class:`RedisStore` (a Redis server). Local memory stays
+O(log n) at millions of items, and a window reopened on the same store
+continues where it stopped.
+"""
+
+from .base import Store
+from .redis_store import RedisStore
+from .sqlite import SQLiteStore
+from .window import StoredWindow
+
+__all__ = ["Store", "SQLiteStore", "RedisStore", "StoredWindow"]

@@ -1,0 +1,128 @@
+"""Store-backed MTA windows (SQLite and a real Redis server) against the brute-force oracle."""
+
+import itertools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import winagg
+from winagg.store import RedisStore, SQLiteStore, StoredWindow
+
+from oracle import CONCAT, Reference, fifo_scripts, run_fifo_script
+
+SETTINGS = settings(max_examples=25, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_names = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def new_store(request, tmp_path):
+    """A factory of empty stores of one kind; ``new_store(name)`` reopens the store called ``name``."""
+    opened = []
+
+    def make(name=None):
+        name = name or f"w{next(_names)}"
+        if request.param == "sqlite":
+            store = SQLiteStore(tmp_path / f"{name}.db")
+        else:
+            store = RedisStore(port=request.getfixturevalue("redis_port"), prefix=f"test:{name}")
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.mark.parametrize("algorithm", ["amta", "lmta"])
+@SETTINGS
+@given(script=fifo_scripts)
+def test_stored_window_matches_the_oracle_through_spills_and_refills(new_store, algorithm, script):
+    # a 4-value buffer flushes every few steps and refills the head caches often
+    window = StoredWindow(new_store(), CONCAT, algorithm=algorithm, buffer_size=4, refill=2)
+    run_fifo_script(window, CONCAT, script)
+
+
+def _random_steps(seed, count):
+    rng = random.Random(seed)
+    for step in range(count):
+        roll = rng.random()
+        if roll < 0.6:
+            yield ("insert", step)
+        elif roll < 0.93:
+            yield ("evict", None)
+        else:
+            yield ("evict_oldest", rng.randint(0, 40))
+
+
+def _apply(windows, ref, step):
+    kind, arg = step
+    if kind == "insert":
+        for window in windows:
+            window.insert(arg)
+        ref.insert(arg)
+    elif kind == "evict" and len(ref):
+        for window in windows:
+            window.evict()
+        ref.evict()
+    elif kind == "evict_oldest":
+        for window in windows:
+            assert window.evict_oldest(arg) == min(arg, len(ref))
+        for _ in range(min(arg, len(ref))):
+            ref.evict()
+
+
+def test_a_reopened_window_continues_where_it_stopped(new_store):
+    steps = list(_random_steps(7, 3000))
+    uninterrupted = winagg.make("amta", CONCAT)
+    ref = Reference(CONCAT)
+    name = f"reopen{next(_names)}"
+    window = StoredWindow(new_store(name), CONCAT, buffer_size=16, refill=8)
+    for i, step in enumerate(steps):
+        if i and i % 700 == 0:  # close and reopen on the same store, several times
+            window.close()
+            window = StoredWindow(new_store(name), CONCAT, buffer_size=16, refill=8)
+        _apply([window, uninterrupted], ref, step)
+        assert window.query() == uninterrupted.query() == ref.query(), f"step {i}"
+    assert len(window) == len(uninterrupted) == len(ref)
+
+
+def test_reopening_with_another_aggregation_is_refused(new_store):
+    name = f"other{next(_names)}"
+    window = StoredWindow(new_store(name), "sum")
+    window.insert(1.0)
+    window.close()
+    with pytest.raises(ValueError, match="sum"):
+        StoredWindow(new_store(name), "max")
+
+
+def test_local_buffers_stay_logarithmic_and_the_store_drops_evicted_items(new_store):
+    store = new_store()
+    window = StoredWindow(store, "sum", buffer_size=32, refill=16)
+    largest_cache = 0
+    for i in range(20_000):
+        window.insert(1.0)
+        if len(window) > 5000:
+            window.evict()
+        largest_cache = max(largest_cache, window.levels.cached_values())
+    assert window.query() == 5000.0
+    # levels ~ log2(5000) + 2 = 15: each holds at most a head cache and a few recent
+    # values, plus the write buffer; far below the 5000 items (and the 10000 tree nodes)
+    assert largest_cache < 20 * (32 + 8) + 32 + 64
+    window.flush()
+    # items, times and internal nodes of the live window only: about 3 values per item
+    assert store.count() < 3 * 5000 + 20 * 32
+    assert store.count() > 5000
+
+
+def test_the_slide_policy_and_time_eviction_work_on_a_stored_window(new_store):
+    window = StoredWindow(new_store(), "sum", buffer_size=8, refill=4)
+    window.bulk_insert([1.0] * 100, times=list(range(0, 200, 2)))
+    assert window.bulk_evict(49) == 25  # times 0..48
+    assert window.oldest_time() == 50 and window.youngest_time() == 198
+    # keep the newest items whose sum is at most 30
+    assert window.enforce(lambda total, prefix: total - prefix >= 30) == 45
+    assert window.query() == 30.0
+    with pytest.raises(winagg.OutOfOrderError):
+        window.insert(1.0, time=150)
