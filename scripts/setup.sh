@@ -24,6 +24,17 @@ if ! command -v java >/dev/null; then
   fi
 fi
 
+if ! command -v redis-server >/dev/null; then
+  echo "setup: no redis-server on the PATH; installing it for the key-value store tests" >&2
+  if command -v apt-get >/dev/null; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "setup: cannot install redis-server here (no apt-get); install it and run again" >&2
+    exit 1
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
