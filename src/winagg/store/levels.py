@@ -5,8 +5,9 @@ addresses element ``index`` of level ``level`` as the slot
 ``(level << 48) + index``. :class:`CachedLevels` is the ``vals`` buffer behind
 ``load``/``store`` for such a tree. It keeps, in local memory:
 
-* a *write buffer*: the values written since the last flush (the window
-  flushes when it holds ``buffer_size`` of them, one atomic store batch);
+* per level, a *write buffer*: the values written since the last flush (the
+  window flushes when one level's holds ``buffer_size`` of them: one atomic
+  store batch for all levels);
 * per level, a *head cache*: ``buffer_size`` consecutive values read from the
   store from the level's oldest element on, refilled when fewer than
   ``refill`` are left ahead of the read (the paper: 512 and 256);
@@ -21,7 +22,10 @@ O(buffer_size * log n) whatever the window's size. Plain Python only.
 from __future__ import annotations
 
 import pickle
+import struct
 from typing import Dict, List, Optional
+
+import numpy as np
 
 from ..fifo._mta import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
 
@@ -35,8 +39,27 @@ RECENT = 4
 _MISSING = object()
 
 
-def _dumps(value) -> bytes:
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+_FLOAT = struct.Struct("<d")
+
+
+def encode(value) -> bytes:
+    """A value as bytes for the store: numbers raw (pickling a numpy scalar costs ~5 us), else a pickle."""
+    kind = type(value)
+    if kind is float:
+        return b"f" + _FLOAT.pack(value)
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return b"n" + value.dtype.char.encode() + value.tobytes()
+    return b"p" + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(blob: bytes):
+    """The value :func:`encode` turned into ``blob``."""
+    tag = blob[:1]
+    if tag == b"f":
+        return _FLOAT.unpack_from(blob, 1)[0]
+    if tag == b"n":
+        return np.frombuffer(blob, dtype=np.dtype(chr(blob[1])), offset=2)[0]
+    return pickle.loads(memoryview(blob)[1:])
 
 
 class CachedLevels:
@@ -58,6 +81,7 @@ class CachedLevels:
         self.stack: Dict[int, object] = {}
         self.dirty: Dict[int, Dict[int, object]] = {}
         self.dirty_count = 0
+        self.fullest = 0  # the most values one level's write buffer holds
         self.recent: Dict[int, Dict[int, object]] = {}
         self.head: Dict[int, tuple] = {}  # level -> (first index, list of values)
         # what the store may hold per level: indices deleted_lo .. written_hi - 1
@@ -114,7 +138,7 @@ class CachedLevels:
             return self.head[level][1][0]
         self.store_reads += 1
         raw = self.store.get_many(level, [index])[0]
-        return None if raw is None else pickle.loads(raw)
+        return None if raw is None else decode(raw)
 
     def _refill(self, level, index):
         start, values = self.head[level]
@@ -132,7 +156,7 @@ class CachedLevels:
             value = dirty.get(i, _MISSING)
             if value is _MISSING:
                 blob = raw.get(i)
-                value = None if blob is None else pickle.loads(blob)
+                value = None if blob is None else decode(blob)
             values.append(value)
         return values
 
@@ -142,10 +166,14 @@ class CachedLevels:
         dirty = self.dirty.setdefault(level, {})
         if index not in dirty:
             self.dirty_count += 1
-        dirty[index] = value
+            dirty[index] = value
+            if len(dirty) > self.fullest:
+                self.fullest = len(dirty)
+        else:
+            dirty[index] = value
         recent = self.recent.setdefault(level, {})
         recent[index] = value
-        if len(recent) > 2 * RECENT:
+        if len(recent) > 4 * RECENT:  # trimmed now and then: sorting on every write costs
             for old in sorted(recent)[:-RECENT]:
                 del recent[old]
         head = self.head.get(level)
@@ -162,7 +190,7 @@ class CachedLevels:
         ``levels`` is the tree's height: levels at and above it are dead and
         deleted whole; a live level keeps indices from its oldest element on.
         """
-        puts = {level: {i: _dumps(v) for i, v in values.items()} for level, values in self.dirty.items() if values}
+        puts = {level: {i: encode(v) for i, v in values.items()} for level, values in self.dirty.items() if values}
         deletes = []
         for level, lo in list(self.deleted_lo.items()):
             live = level < levels or level == TIME_LEVEL
@@ -176,8 +204,9 @@ class CachedLevels:
         self.store.write(puts, deletes, meta_blob)
         self.dirty = {}
         self.dirty_count = 0
+        self.fullest = 0
 
     def cached_values(self) -> int:
-        """How many values the local buffers hold (bounded by about ``buffer_size`` per level)."""
+        """How many values the local buffers hold (bounded by about ``2 * buffer_size`` per level)."""
         return (self.dirty_count + sum(len(r) for r in self.recent.values())
                 + sum(len(h[1]) for h in self.head.values()) + len(self.stack))

@@ -29,7 +29,7 @@ class StoredWindow:
     holds a write buffer and per-level read caches of ``buffer_size`` values
     (refilled below ``refill``), so it stays O(log n) at millions of items
     (see :mod:`winagg.store.levels`). Writes reach the store in one atomic
-    batch whenever ``buffer_size`` of them are buffered, and on
+    batch whenever a level has ``buffer_size`` of them buffered, and on
     :meth:`flush`/:meth:`close`. A window opened on a store that already
     holds one continues it where its last flush stopped (the aggregation and
     algorithm must be the same).
@@ -93,7 +93,7 @@ class StoredWindow:
         self.levels.flush(self._state[3], self._snapshot())
 
     def _maybe_flush(self):
-        if self.levels.dirty_count >= self.buffer_size:
+        if self.levels.fullest >= self.buffer_size:
             self.flush()
 
     def close(self) -> None:
