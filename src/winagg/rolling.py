@@ -103,13 +103,27 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
         With ``times``: a duration (a number in the times' unit, or a string or
         Timedelta such as ``"1h"`` for datetime times); row i covers the rows
         j <= i with ``times[i] - window < times[j] <= times[i]``, like pandas
-        ``rolling("1h")``.
+        ``rolling("1h")``. The same holds for times in any order: row i
+        aggregates the rows that have *arrived* so far (j <= i) whose time lies
+        in ``(times[i] - window, times[i]]``, in time order (rows of equal
+        time in arrival order); a later row with an older time does not change
+        earlier results.
     agg:
         An aggregation name, class or instance, or a :class:`winagg.Monoid`.
     times:
-        Optional sorted times (numbers or datetime64) for a time-based window.
+        Optional times (numbers or datetime64) for a time-based window. Sorted
+        times run the chosen in-order algorithm (it evicts by time with one
+        bulk eviction per row); unsorted times run ``"fiba"``, the out-of-order
+        finger B-tree: row i is inserted at its time, the entries no later row
+        can need (time <= min(times[i:]) - window) go in one bulk eviction, and
+        the answer is a range query over ``(times[i] - window, times[i]]``.
+        Compiled, datetime64 and integer times stay int64 (exact); float times
+        are float64.
     algorithm:
-        A FIFO algorithm name; by default :func:`choose_algorithm` picks one.
+        An algorithm name; by default :func:`choose_algorithm` picks one (and
+        ``"fiba"`` for unsorted times). ``"fiba"`` with sorted times runs the
+        out-of-order path too; an in-order algorithm with unsorted times raises
+        :class:`~winagg.OutOfOrderError`.
 
     Returns
     -------
@@ -125,18 +139,23 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
         raise ValueError(f"window must be at least 1 row, got {window}")
     numeric = _numeric(array)
     spec = monoid.compiled_for(numeric.dtype) if numeric is not None else None
-    name = algorithm or choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64)
-    algo = info(name)
-    check_monoid_fits(algo, monoid)
+    unsorted = False
     if times is not None:
         t, w = _times_and_window(times, window)
         if t.shape != array.shape:
             raise ValueError(f"times has {t.shape[0]} rows but values has {array.shape[0]}")
-        if t.size > 1 and (np.diff(t) < 0).any():
-            row = int(np.flatnonzero(np.diff(t) < 0)[0]) + 1
-            raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
-                                  f"in-order algorithms need sorted times")
-    if spec is not None:
+        unsorted = t.size > 1 and bool((np.diff(t) < 0).any())
+    name = algorithm or (OUT_OF_ORDER if unsorted else
+                         choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64))
+    algo = info(name)
+    check_monoid_fits(algo, monoid)
+    if unsorted and algo.order == "fifo":
+        row = int(np.flatnonzero(np.diff(t) < 0)[0]) + 1
+        raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
+                              f"in-order algorithms need sorted times (use algorithm={OUT_OF_ORDER!r} or none)")
+    if times is not None and algo.order == "any":
+        out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w)
+    elif spec is not None:
         if times is None:
             out = count_kernel(algo, spec)(numeric, int(window))
         else:
@@ -150,6 +169,42 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
 
         return pd.Series(out, index=values.index, name=getattr(values, "name", None))
     return out
+
+
+#: The algorithm for unsorted times.
+OUT_OF_ORDER = "fiba"
+
+
+def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
+    """Per-row results for times in any order (see :func:`rolling`), compiled when ``spec`` is given."""
+    if t.dtype == np.int64 and not isinstance(w, (int, np.integer)):
+        t = t.astype(np.float64)  # a fractional window on integer times
+    if spec is None:
+        return _python_out_of_order(algo, monoid, array, t, w)
+    from .ooo._fiba_kernels import rolling_kernel
+
+    time_type = "int64" if t.dtype == np.int64 else "float64"
+    out = rolling_kernel(spec, None, time_type)(numeric, t, w)
+    if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f" and np.isnan(numeric).any():
+        counts = rolling_kernel(aggregations.get("count").compiled_for(numeric.dtype), None, time_type)(numeric, t, w)
+        out = out.copy()
+        out[counts == 0] = np.nan
+    return out
+
+
+def _python_out_of_order(algo, monoid, array, t, w):
+    agg = make(algo.name, monoid)
+    positional = getattr(monoid, "positional", False)
+    times = t.tolist()
+    later_min = np.minimum.accumulate(t[::-1])[::-1].tolist()
+    results = []
+    for i, value in enumerate(array):
+        agg.insert((value, i) if positional else value, times[i])
+        horizon = later_min[i] - w
+        if agg.oldest_time() <= horizon:
+            agg.bulk_evict(horizon)
+        results.append(agg.query_after(times[i] - w, times[i]))
+    return _as_array(results)
 
 
 #: Aggregations whose pandas rolling result is NaN, not the identity's lowering (0, inf, -inf),
@@ -182,12 +237,19 @@ def _python_rolling(algo, monoid, array, window, timed):
         if timed is None:
             if len(agg) == window:
                 agg.evict()
-            agg.insert(item)
+            if algo.order == "fifo":
+                agg.insert(item)
+            else:  # an out-of-order aggregator needs times: the row number
+                agg.insert(item, i)
         else:
             t, w = timed
             agg.insert(item, t[i])
             agg.bulk_evict(t[i] - w)
         results.append(agg.query())
+    return _as_array(results)
+
+
+def _as_array(results):
     if all(isinstance(r, (int, float, np.number)) and not isinstance(r, bool) for r in results):
         return np.asarray(results)
     out = np.empty(len(results), dtype=object)

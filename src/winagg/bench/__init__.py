@@ -18,6 +18,9 @@ EXPERIMENTS = {
     "ra_breakeven": "winagg.bench.ra_breakeven",
     "ra_scaling": "winagg.bench.ra_scaling",
     "flatfit": "winagg.bench.flatfit_multi",
+    "fiba_latency": "winagg.bench.fiba_latency",
+    "fiba_throughput": "winagg.bench.fiba_throughput",
+    "fiba_flights": "winagg.bench.fiba_flights",
 }
 
 

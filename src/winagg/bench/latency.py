@@ -69,7 +69,7 @@ def latency_kernel(algorithm, spec):
     key = (algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]  # algorithms may add native fields
     lift, lower = spec.lift, spec.lower
 
     @nb.njit(cache=True)

@@ -857,6 +857,8 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     def bulk_insert_native(b, st, bt, bv, m):
         if m == 0:
             return st
+        if m == 1:  # no scratch to allocate for a single entry
+            return insert_at(b, st, bt[0], load(bv, 0))
         room = m + 2
         return bulk_insert_work(b, st, bt, bv, m, talloc(room), alloc(room), ialloc(room), ialloc(8 * room),
                                 talloc(room), alloc(room), ialloc(room), ialloc(8 * room),

@@ -146,6 +146,14 @@ class Aggregator:
         hi = self.youngest_time() if t_to is None else self._valid_time(t_to, "t_to")
         return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, lo, hi, False))
 
+    def query_after(self, t_after, t_to) -> Any:
+        """The lowered aggregate of the entries with ``t_after < time <= t_to`` (a half-open range)."""
+        self._valid_time(t_after, "t_after")
+        self._valid_time(t_to, "t_to")
+        if not len(self):
+            return self.monoid.lower(self.monoid.identity)
+        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, t_after, t_to, True))
+
     def __len__(self) -> int:
         return self._state[2]
 

@@ -1,0 +1,223 @@
+"""What the FiBA experiments share: algorithm names, the round kernels, plotting.
+
+Algorithm names follow paper 004: ``b_fiba4`` / ``b_fiba8`` (native bulk
+operations, min arity 4 / 8), ``nb_fiba4`` / ``nb_fiba8`` (loops of single
+operations), ``b_classic4`` (plain B-tree); any other name is a registry
+algorithm (in order only: ``two_stacks_lite``, ``daba``, ``daba_lite``, ``amta``).
+
+One round of the synthetic stream (paper 004, section 7): the window holds n
+entries at consecutive integer times, the last d of them stamped far in the
+future (so every insert lands d entries from the youngest end); a round bulk
+evicts the m oldest, inserts the next m times (one by one, or as one bulk
+insert) and queries. Values are the papers' 1 + (i mod 101).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .. import jitcache, registry
+from ..kernels import _evict_many, _funcs
+from ..ooo._fiba_kernels import tree_funcs
+from . import common
+from .cycles import cycles_after, cycles_per_ns, read_cycles
+
+FIBA_ALGORITHMS = ("b_fiba4", "b_fiba8", "nb_fiba4", "nb_fiba8")
+IN_ORDER = ("two_stacks_lite", "daba", "daba_lite", "amta")
+FAR = 1e15  # time of the entries that stand d away from the youngest end
+
+_kernels: dict = {}
+
+
+def fiba_options(name: str):
+    """FiBA options of a ``b_fiba4``-style name, or None for a registry algorithm."""
+    match = re.fullmatch(r"(b|nb)_(fiba|classic)(2|4|8)", name)
+    if not match:
+        return None
+    return dict(min_arity=int(match[3]), variant="finger" if match[2] == "fiba" else "classic",
+                bulk=match[1] == "b")
+
+
+def available(names) -> list:
+    """The names that exist here (amta only when some session has added it)."""
+    known = {a.name for a in registry.algorithms()}
+    return [n for n in names if fiba_options(n) is not None or n in known]
+
+
+def round_kernel(name: str, agg: str):
+    """``kernel(n, m, d, rounds, bulk_insert, timed, evict_cycles, insert_cycles) -> cycles``.
+
+    Fills the window (untimed), then runs the rounds; returns the cycles the
+    rounds took, and with ``timed`` each round's evict and insert cycles.
+    """
+    key = (name, agg)
+    if key in _kernels:
+        return _kernels[key]
+    spec = common.compiled_spec(agg)
+    opts = fiba_options(name)
+    kernel = _fiba_kernel(spec, opts) if opts is not None else _fifo_kernel(registry.info(name), spec)
+    _kernels[key] = kernel
+    return kernel
+
+
+def _fiba_kernel(spec, opts):
+    f = tree_funcs(spec, opts)
+    init, insert_at, evict_upto, bulk_insert, query, reserve = (f.init, f.insert_at, f.evict_upto, f.bulk_insert,
+                                                               f.query, f.reserve)
+    lift, lower, alloc, store, load = spec.lift, spec.lower, spec.layout.alloc, spec.layout.store, spec.layout.load
+
+    @jitcache.njit
+    def kernel(n, m, d, rounds, use_bulk_insert, timed, evict_cycles, insert_cycles):
+        b, st = init(n + 2 * m + 16)
+        for i in range(n - d):
+            st = insert_at(b, st, float(i), lift(1.0 + i % 101, i))
+        for k in range(d):
+            st = insert_at(b, st, FAR + k, lift(1.0 + k % 101, k))
+        clock = n - d  # next time to insert
+        oldest = 0
+        times = np.empty(m)
+        partials = alloc(m)
+        checksum = 0.0
+        begin = read_cycles()
+        for r in range(rounds):
+            for q in range(m):
+                i = clock + q
+                times[q] = float(i)
+                store(partials, q, lift(1.0 + i % 101, i))
+            if st[0] - st[2] < 2 * m:
+                b, st = reserve(b, st, 2 * m)
+            start = read_cycles() if timed else 0
+            st = evict_upto(b, st, float(oldest + m - 1))
+            mid = cycles_after(np.float64(st[2])) if timed else 0
+            if use_bulk_insert:
+                st = bulk_insert(b, st, times, partials, m)
+            else:
+                for q in range(m):
+                    st = insert_at(b, st, times[q], load(partials, q))
+            end = cycles_after(np.float64(st[2])) if timed else 0
+            if timed:
+                evict_cycles[r] = mid - start
+                insert_cycles[r] = end - mid
+            oldest += m
+            clock += m
+            checksum += np.float64(lower(query(b, st)))
+        return cycles_after(checksum) - begin
+
+    return kernel
+
+
+def _fifo_kernel(algorithm, spec):
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
+    evict_many = _evict_many(algorithm, spec)
+    lift, lower = spec.lift, spec.lower
+
+    @jitcache.njit
+    def kernel(n, m, d, rounds, use_bulk_insert, timed, evict_cycles, insert_cycles):
+        bufs, st = init(n + m + 1)  # room for the whole window: never grows
+        for i in range(n):
+            st = insert(bufs, st, lift(1.0 + i % 101, i))
+        clock = n
+        checksum = 0.0
+        begin = read_cycles()
+        for r in range(rounds):
+            start = read_cycles() if timed else 0
+            st = evict_many(bufs, st, m)
+            mid = cycles_after(np.float64(st[2])) if timed else 0
+            for q in range(m):  # in-order algorithms insert one by one
+                i = clock + q
+                st = insert(bufs, st, lift(1.0 + i % 101, i))
+            end = cycles_after(np.float64(st[2])) if timed else 0
+            if timed:
+                evict_cycles[r] = mid - start
+                insert_cycles[r] = end - mid
+            clock += m
+            checksum += np.float64(lower(query(bufs, st)))
+        return cycles_after(checksum) - begin
+
+    return kernel
+
+
+_PER_NS = []
+
+
+def cycles_per_ns_cached() -> float:
+    """The cycle counter's rate, calibrated once per process."""
+    if not _PER_NS:
+        _PER_NS.append(cycles_per_ns())
+    return _PER_NS[0]
+
+
+def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed):
+    """``(seconds of the rounds, evict_cycles, insert_cycles)`` of one run (cycles: zeros unless ``timed``)."""
+    kernel = round_kernel(name, agg)
+    ev = np.zeros(rounds if timed else 1, np.int64)
+    ins = np.zeros(rounds if timed else 1, np.int64)
+    cycles = kernel(n, m, d, rounds, bulk_insert, timed, ev, ins)
+    return cycles / cycles_per_ns_cached() / 1e9, ev, ins
+
+
+def warm_up(name, agg):
+    """Compile (or load) the kernel outside any timed run."""
+    run_rounds(name, agg, 64, 4, 4 if fiba_options(name) else 0, 4, True, True)
+
+
+def violin_png(samples: dict, title: str, ylabel: str, path: Path) -> None:
+    """One panel per aggregation, a violin per algorithm (log10 ns): red dot mean, thick line median,
+    thin lines 99.9th and 99.999th percentiles (paper 004's figures). ``samples[(algorithm, agg)]``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    aggs = list(dict.fromkeys(a for _, a in samples))
+    fig, axes = plt.subplots(1, len(aggs), figsize=(4.5 * len(aggs), 4.2), squeeze=False)
+    for ax, agg in zip(axes[0], aggs):
+        names = [n for n, a in samples if a == agg]
+        for pos, name in enumerate(names):
+            ns = np.maximum(samples[(name, agg)], 1e-3)
+            logs = np.log10(ns)
+            body = logs if logs.size <= 20000 else np.random.default_rng(0).choice(logs, 20000)
+            parts = ax.violinplot([body], positions=[pos], widths=0.8, showextrema=False)
+            for shape in parts["bodies"]:
+                shape.set_alpha(0.5)
+            ax.plot(pos, np.log10(ns.mean()), "o", color="red", markersize=4)
+            ax.hlines(np.percentile(logs, 50), pos - 0.35, pos + 0.35, color="navy", linewidth=2)
+            ax.hlines(np.percentile(logs, [99.9, 99.999]), pos - 0.2, pos + 0.2, color="navy", linewidth=0.8)
+        ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize="small")
+        ax.set_title(f"{agg}: {title}")
+        ax.set_ylabel(f"log10 {ylabel}")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def lines_png(rows: list, x: str, series: str, y: str, panels: str, title: str, path: Path, logx=True) -> None:
+    """Line plots of ``y`` against ``x``, one line per ``series`` value, one panel per ``panels`` value."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(r[panels] for r in rows))
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.8), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        for name in dict.fromkeys(r[series] for r in rows if r[panels] == key):
+            pts = sorted((r[x], r[y]) for r in rows if r[panels] == key and r[series] == name and r.get(y) != "")
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=name)
+        if logx:
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{key}: {title}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

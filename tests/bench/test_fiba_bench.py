@@ -1,0 +1,42 @@
+"""The FiBA experiments of ``winagg bench`` in --quick mode: the files they write, not speeds."""
+
+import csv
+
+import numpy as np
+
+from winagg.bench import fiba_flights
+from winagg.cli import main
+
+
+def read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_fiba_latency_quick_writes_every_measure(tmp_path):
+    out = tmp_path / "lat"
+    assert main(["bench", "fiba_latency", "--quick", "--algorithms", "b_fiba4,daba_lite", "--out", str(out)]) == 0
+    rows = read(out / "fiba_latency.csv")
+    assert {(r["measure"], r["algorithm"]) for r in rows} == {
+        ("evict", "b_fiba4"), ("insert_d0", "b_fiba4"), ("insert_d64", "b_fiba4"),
+        ("evict", "daba_lite"), ("insert_d0", "daba_lite")}
+    assert all(float(r["median_ns"]) > 0 for r in rows)
+    for measure in ("evict", "insert_d0", "insert_d64"):
+        assert (out / f"fiba_latency_{measure}.png").stat().st_size > 0
+
+
+def test_fiba_throughput_quick_sweeps(tmp_path):
+    out = tmp_path / "thr"
+    assert main(["bench", "fiba_throughput", "--quick", "--algorithms", "b_fiba4", "--fiba-sweeps", "m_bulk,d_m1024",
+                 "--out", str(out)]) == 0
+    rows = read(out / "fiba_throughput.csv")
+    assert {r["sweep"] for r in rows} == {"m_bulk", "d_m1024"}
+    assert all(float(r["median_mitems_s"]) > 0 for r in rows)
+
+
+def test_flights_workload_statistics_on_a_small_stream():
+    # window 10: 5 in, 3 in (d=1), 20 in -> evicts 3 and 5 (m=2), 1 too late, 20 again (same time, d=0)
+    sizes, bulks, distances = fiba_flights.workload_statistics(np.array([5.0, 3.0, 20.0, 1.0, 20.0]), 10.0)
+    assert sizes.tolist() == [1, 2, 1, 1]
+    assert bulks.tolist() == [2]
+    assert distances.tolist() == [0, 1, 0, 0]
