@@ -146,3 +146,12 @@ def test_compiled_rolling_matches_brute_force():
         got = winagg.rolling(values, window=37, agg=agg, algorithm="flatfat")
         want = [fold(values[max(0, i - 36):i + 1]) for i in range(len(values))]
         np.testing.assert_allclose(got, want)
+
+
+def test_compiled_time_window_uses_the_batched_eviction():
+    rng = np.random.default_rng(11)
+    values, times = rng.normal(size=400), np.cumsum(rng.integers(0, 4, size=400))
+    got = winagg.rolling(values, times=times, window=23, agg="max", algorithm="flatfat")
+    # row i covers the rows j <= i with times[i] - 23 < times[j] (equal times: only the rows so far)
+    want = [values[:i + 1][times[:i + 1] > times[i] - 23].max() for i in range(len(values))]
+    np.testing.assert_allclose(got, want)

@@ -12,8 +12,9 @@ the ordinary out-of-line decorator; Python mode gets the function unchanged.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from .. import jitcache
 
 
 def loop_jit(ops):
@@ -30,4 +31,4 @@ def _probe():
 
 
 def _njit_without_refcounts(fn):
-    return nb.njit(cache=True, _nrt=False)(fn)
+    return jitcache.njit(fn, _nrt=False)

@@ -7,9 +7,9 @@ workload is every range 1..n on every slide.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from .. import jitcache
 from ..ops import compiled_ops
 
 _kernels: dict = {}
@@ -31,7 +31,7 @@ def multi_query_kernel(algorithm, spec):
     init, insert, evict, range_query = funcs.init, funcs.insert, funcs.evict, funcs.range_query
     lift, lower = spec.lift, spec.lower
 
-    @nb.njit(cache=True)
+    @jitcache.njit
     def kernel(values, window, ranges, out, query_from):
         bufs, st = init(window + 1)
         rows = out.shape[0]
