@@ -254,15 +254,16 @@ def test_float_times_with_float_window(agg, reduce):
         assert close(got, brute_time_window(values, times, window, reduce)), window
 
 
-def test_unsorted_times_raise_out_of_order():
+def test_unsorted_times_raise_out_of_order_for_in_order_algorithms():
+    # Unsorted times without a named algorithm run fiba (tests/ooo/test_fiba_rolling.py).
     times = np.array([1.0, 2.0, 5.0, 4.0, 6.0])
     with pytest.raises(winagg.OutOfOrderError, match="row 3"):
-        winagg.rolling(np.ones(5), window=2.0, agg="sum", times=times)
+        winagg.rolling(np.ones(5), window=2.0, agg="sum", times=times, algorithm="daba_lite")
     with pytest.raises(winagg.OutOfOrderError):
-        winagg.rolling(np.ones(5), window=2.0, agg="collect", times=times)  # python mode too
+        winagg.rolling(np.ones(5), window=2.0, agg="collect", times=times, algorithm="two_stacks")  # python mode
     dt = pd.to_datetime(["2024-01-01 10:00", "2024-01-01 09:00"])
     with pytest.raises(winagg.OutOfOrderError):
-        winagg.rolling(np.ones(2), window="1h", agg="max", times=dt)
+        winagg.rolling(np.ones(2), window="1h", agg="max", times=dt, algorithm="daba")
 
 
 def test_missing_times_raise_invalid_time():
