@@ -147,43 +147,28 @@ def check_same(agg, ref, context):
     assert same_answer(got, want), f"{context}: got {got!r}, want {want!r}"
 
 
+def expect_empty_evict_refused(agg):
+    """evict() on an empty window raises EmptyWindowError and changes nothing."""
+    length, answer = len(agg), agg.query()
+    try:
+        agg.evict()
+    except winagg.EmptyWindowError:
+        pass
+    else:
+        raise AssertionError("evict() on an empty window did not raise EmptyWindowError")
+    assert len(agg) == length and same_answer(agg.query(), answer)
+
+
 def run_fifo_script(agg, monoid, script):
     """Apply a script to an aggregator and to the reference; compare after every step."""
     ref = Reference(monoid)
     clock = 0
     for step, op in enumerate(script):
-        context = f"step {step} {op}"
-        kind = op[0]
-        if kind == "insert":
-            clock += op[2]
-            item = item_for(monoid, op[1], step)
-            agg.insert(item, clock)
-            ref.insert(item, clock)
-        elif kind == "evict":
-            if len(ref) == 0:
-                before = (len(agg), agg.query())
-                try:
-                    agg.evict()
-                except winagg.EmptyWindowError:
-                    pass
-                else:
-                    raise AssertionError("evict() on an empty window did not raise EmptyWindowError")
-                assert (len(agg), agg.query()) == before or same_answer(agg.query(), before[1])
-            else:
-                agg.evict()
-                ref.evict()
-        elif kind == "bulk_evict":
-            cut = (ref.oldest_time() or 0) + op[1]
-            assert agg.bulk_evict(cut) == ref.bulk_evict(cut), context
-        elif kind == "bulk_insert":
-            times, items = [], []
-            for k, (value, dt) in enumerate(op[1]):
-                clock += dt
-                times.append(clock)
-                items.append(item_for(monoid, value, step * 100 + k))
-            agg.bulk_insert(items, times)
-            ref.bulk_insert(items, times)
-        check_same(agg, ref, context)
+        if op[0] == "evict" and len(ref) == 0:
+            expect_empty_evict_refused(agg)
+        else:
+            clock = _apply_fifo(agg, ref, monoid, op, step, clock)
+        check_same(agg, ref, f"step {step} {op}")
     return ref
 
 
@@ -196,7 +181,6 @@ fifo_range_scripts = st.lists(
 
 def run_fifo_range_script(agg, monoid, script):
     """Like :func:`run_fifo_script`, and compares ``query(t_from, t_to)`` with the reference's fold."""
-    plain = [op for op in script if op[0] != "range"]
     ref = Reference(monoid)
     clock = 0
     for step, op in enumerate(script):
@@ -206,9 +190,12 @@ def run_fifo_range_script(agg, monoid, script):
             got, want = agg.query(t_from, t_to), ref.query(t_from, t_to)
             assert same_answer(got, want), f"step {step} {op}: got {got!r}, want {want!r}"
             continue
-        clock = _apply_fifo(agg, ref, monoid, op, step, clock)
+        if op[0] == "evict" and len(ref) == 0:
+            expect_empty_evict_refused(agg)
+        else:
+            clock = _apply_fifo(agg, ref, monoid, op, step, clock)
         check_same(agg, ref, f"step {step} {op}")
-    return plain
+    return ref
 
 
 def _apply_fifo(agg, ref, monoid, op, step, clock):
@@ -317,12 +304,7 @@ def run_ooo_script(agg, monoid, script, after_each=None):
             ref.insert(item, op[2])
         elif kind == "evict":
             if len(ref) == 0:
-                try:
-                    agg.evict()
-                except winagg.EmptyWindowError:
-                    pass
-                else:
-                    raise AssertionError("evict() on an empty window did not raise EmptyWindowError")
+                expect_empty_evict_refused(agg)
             else:
                 agg.evict()
                 ref.evict()
