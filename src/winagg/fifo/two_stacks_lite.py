@@ -3,6 +3,7 @@ holds suffix aggregates, the back part raw items plus one running aggregate ``ag
 Amortized O(1), worst case O(n)."""
 
 from ..ops import Funcs, build_regrow, power_of_two_at_least
+from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="n + 1",
             paper="003")
@@ -32,8 +33,7 @@ def build(ops):
             suffix = combine(load(buf, pos & mask), suffix)
             store(buf, pos & mask, suffix)
 
-    # The rare O(n) flip stays a separate call so the common path of evict inlines small.
-    flip = ops.jit_call(flip)
+    flip = ops.jit(flip)
 
     def evict(buf, st):
         mask, front, end, back, agg_back = st
@@ -52,4 +52,7 @@ def build(ops):
         mask, front, end, back, agg_back = st
         return regrow(buf, mask, front, end), (2 * mask + 1, front, end, back, agg_back)
 
-    return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(grow))
+    # evict holds the flip loop: inlined into a kernel, the loop stops numba from pruning the
+    # buffer's reference counting, which then costs two atomic operations on every evict.
+    # As a call of its own without reference counting it costs a plain call.
+    return Funcs(jit(init), jit(insert), loop_jit(ops)(evict), jit(query), jit(grow))
