@@ -33,6 +33,7 @@ import numba as nb
 import numpy as np
 
 from ..layout import PYTHON
+from ._loops import loop_jit
 
 #: Offsets of the per-level fields in ``meta`` (levels 0..MAX_LEVELS-1).
 MAX_LEVELS = 64
@@ -43,6 +44,18 @@ META_SIZE = STACK + 1
 #: Levels of a virtual tree: level ``l`` owns the slots ``l << VIRTUAL_SHIFT ..``.
 VIRTUAL_SHIFT = 48
 VIRTUAL_CAPACITY = 1 << 46
+
+
+def hot_path_jit(ops):
+    """The decorator for the MTA's per-item operations under ``ops`` (see the comment)."""
+    # numba's reference-count pruning gives up on functions with loops and calls like
+    # insert's carry and evict's stack refill: inlined into a kernel loop, they paid atomic
+    # increments and decrements of both buffers on every row (amta ran at half two_stacks'
+    # speed, lmta at ~3M rows/s). With scalar or tuple partials nothing allocates, so they
+    # are compiled apart without the runtime: a plain call per row costs far less.
+    # Vector partials allocate in combine and stay inlined; Python mode is unchanged.
+    out_of_line = loop_jit(ops)
+    return ops.jit if out_of_line is ops.jit_call else out_of_line
 
 
 @nb.njit(cache=True)

@@ -21,7 +21,8 @@ State: bufs ``(vals, meta)`` (the stack is in ``vals`` at ``meta[STACK]``);
 st ``(mask, first, end, h, sp, R0, R1)`` with ``h`` levels and ``sp`` stack entries.
 """
 
-from ._mta import BASE, HI, LO, MASK, STACK, build_tree, capacity_of, ring_size_for
+from ._loops import loop_jit
+from ._mta import BASE, HI, LO, MASK, STACK, build_tree, capacity_of, hot_path_jit, ring_size_for
 from .lmta import MTAFuncs
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -37,6 +38,7 @@ def build(ops, virtual: bool = False):
     combine, identity, load, store, jit = ops.combine, ops.identity, ops.load, ops.store, ops.jit
     tree = build_tree(ops, virtual)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
+    hot = hot_path_jit(ops)
 
     def init(capacity):
         ring = ring_size_for(capacity)
@@ -74,7 +76,7 @@ def build(ops, virtual: bool = False):
         sp, r0 = left_result(vals, meta, h)
         return (mask, first, end, h, sp, r0, right_result(vals, meta, h))
 
-    rebuild = ops.jit_call(rebuild)
+    rebuild = loop_jit(ops)(rebuild)  # out of line in every compiled case
 
     def insert(bufs, st, value):
         vals, meta = bufs
@@ -150,7 +152,7 @@ def build(ops, virtual: bool = False):
                 sp += 1
         return (mask, first, end, h, sp, r0, r1)
 
-    evict_one = jit(evict)
+    evict_one = hot(evict)
 
     def bulk_evict(bufs, st, count):
         vals, meta = bufs
@@ -179,7 +181,7 @@ def build(ops, virtual: bool = False):
         repair_left(vals, meta, h)
         return rebuild(vals, meta, mask, first, end, h)
 
-    bulk_evict = jit(bulk_evict)
+    bulk_evict = hot(bulk_evict)
 
     def query(bufs, st):
         return combine(st[5], st[6])
@@ -197,7 +199,7 @@ def build(ops, virtual: bool = False):
     def oldest(bufs, st):
         return get(bufs[0], bufs[1], 0, st[1])
 
-    return MTAFuncs(jit(init), jit(insert), evict_one, jit(query), jit(grow), bulk_evict,
+    return MTAFuncs(jit(init), hot(insert), evict_one, jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))
 
 

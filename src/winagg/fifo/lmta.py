@@ -14,7 +14,7 @@ State: bufs ``(vals, meta)``; st ``(mask, first, end, h)`` with ``h`` levels.
 
 from typing import Callable, NamedTuple
 
-from ._mta import BASE, HI, LO, MASK, build_tree, capacity_of, ring_size_for
+from ._mta import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit, ring_size_for
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(log n), query O(1), evict or bulk evict of any size O(log n)",
@@ -41,6 +41,7 @@ def build(ops, virtual: bool = False):
     combine, identity, jit = ops.combine, ops.identity, ops.jit
     tree = build_tree(ops, virtual)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
+    hot = hot_path_jit(ops)
 
     def init(capacity):
         ring = ring_size_for(capacity)
@@ -99,7 +100,7 @@ def build(ops, virtual: bool = False):
             h -= 1
         return (mask, first, end, h)
 
-    bulk_evict = jit(bulk_evict)
+    bulk_evict = hot(bulk_evict)
 
     def evict(bufs, st):
         return bulk_evict(bufs, st, 1)
@@ -125,7 +126,7 @@ def build(ops, virtual: bool = False):
     def oldest(bufs, st):
         return get(bufs[0], bufs[1], 0, st[1])
 
-    return MTAFuncs(jit(init), jit(insert), jit(evict), jit(query), jit(grow), bulk_evict,
+    return MTAFuncs(jit(init), hot(insert), hot(evict), jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))
 
 
