@@ -14,9 +14,10 @@ from .errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, Out
 from .monoid import Monoid
 from .registry import AlgorithmInfo, algorithms, make
 from .rolling import rolling
+from .window import Window, WindowResult
 
 __version__ = "0.1.0"
 
-__all__ = ["Monoid", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling",
+__all__ = ["Monoid", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling", "Window", "WindowResult",
            "WinaggError", "OutOfOrderError", "EmptyWindowError", "InvalidTimeError",
            "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError"]

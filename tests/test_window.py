@@ -1,0 +1,273 @@
+"""winagg.Window against a brute-force model of its documented semantics, sentence by sentence."""
+
+import math
+import pickle
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import winagg
+from oracle import CONCAT, same_answer
+from winagg import Window, WindowResult
+
+
+# ---------------------------------------------------------------- brute-force model
+class WindowModel:
+    """The class docstring of winagg.Window, written as the most direct code possible:
+    keep every on-time event, and at each call list every window that is closed and not yet
+    emitted, folding its events from scratch."""
+
+    def __init__(self, monoid, sizes, slide, lateness):
+        self.monoid, self.sizes, self.slide, self.lateness = monoid, sizes, slide, lateness
+        self.watermark = -math.inf
+        self.events = []  # (time, arrival number, value) of on-time events
+        self.emitted = set()
+        self.late = 0
+
+    def push(self, t, v):
+        if t < self.watermark:
+            self.late += 1
+            return []
+        self.events.append((t, len(self.events), v))
+        return self.advance(t - self.lateness)
+
+    def push_batch(self, times, values):
+        out = []
+        for t, v in zip(times, values):
+            out += self.push(t, v)
+        return out
+
+    def advance(self, w):
+        self.watermark = max(self.watermark, w)
+        closed = []
+        for which, size in enumerate(self.sizes):
+            for start, end, covers in self._windows(size):
+                if (start, end) in self.emitted or not self._is_closed(end):
+                    continue
+                inside = sorted(e for e in self.events if covers(e[0]))
+                if inside:
+                    closed.append((end, which, start, inside))
+        closed.sort(key=lambda c: (c[0], c[1]))
+        out = []
+        for end, _, start, inside in closed:
+            self.emitted.add((start, end))
+            out.append(WindowResult(start, end, self.monoid.fold(v for _, _, v in inside), len(inside)))
+        return out
+
+    def _is_closed(self, end):
+        return end <= self.watermark if self.slide is not None else end < self.watermark
+
+    def _windows(self, size):
+        if self.slide is None:
+            for t in {e[0] for e in self.events}:
+                yield t - size, t, (lambda x, t=t, size=size: t - size < x <= t)
+        else:
+            ks = {k for t, _, _ in self.events for k in range(math.floor((t - size) / self.slide), math.floor(t / self.slide) + 1)}
+            for k in ks:
+                start, end = k * self.slide, k * self.slide + size
+                yield start, end, (lambda x, s=start, e=end: s <= x < e)
+
+    def flush(self):
+        return self.advance(math.inf)
+
+
+def same_results(got, want):
+    assert len(got) == len(want), f"{len(got)} results, expected {len(want)}:\n{got}\n{want}"
+    for g, w in zip(got, want):
+        assert (g.start, g.end, g.count) == (w.start, w.end, w.count), f"{g} != {w}"
+        assert same_answer(g.value, w.value), f"{g} != {w}"
+
+
+# ---------------------------------------------------------------- random streams
+event = st.tuples(st.just("push"), st.integers(0, 40), st.integers(1, 9))
+stream_ops = st.lists(st.one_of(
+    event, event, event, event,
+    st.tuples(st.just("batch"), st.lists(st.tuples(st.integers(0, 40), st.integers(1, 9)), max_size=8)),
+    st.tuples(st.just("advance"), st.integers(0, 45)),
+), max_size=40)
+configs = st.sampled_from([
+    dict(size=[5], slide=None), dict(size=[5], slide=5), dict(size=[6], slide=2), dict(size=[4], slide=3),
+    dict(size=[2], slide=5), dict(size=[3, 10], slide=None), dict(size=[4, 10], slide=2),
+])
+
+
+def run_both(window, model, ops, cut=None):
+    """Apply ``ops`` to both; at index ``cut`` the window is pickled and replaced by its copy."""
+    for i, op in enumerate(ops):
+        if i == cut:
+            window = pickle.loads(pickle.dumps(window))
+        if op[0] == "push":
+            same_results(window.push(op[1], op[2]), model.push(op[1], op[2]))
+        elif op[0] == "batch":
+            times, values = [t for t, _ in op[1]], [v for _, v in op[1]]
+            same_results(window.push_batch(times, values), model.push_batch(times, values))
+        else:
+            same_results(window.advance_watermark(op[1]), model.advance(op[1]))
+        assert window.late_events == model.late
+    same_results(window.flush(), model.flush())
+    return window
+
+
+@settings(max_examples=120, deadline=None)
+@given(ops=stream_ops, config=configs, lateness=st.sampled_from([0, 0, 3, 10]),
+       monoid=st.sampled_from([CONCAT, "sum", "max"]), cut=st.integers(0, 40))
+def test_window_equals_model_and_survives_pickling(ops, config, lateness, monoid, cut):
+    model_monoid = winagg.aggregations.get(monoid)
+    size = config["size"] if len(config["size"]) > 1 else config["size"][0]
+    window = Window(monoid, size=size, slide=config["slide"], allowed_lateness=lateness)
+    model = WindowModel(model_monoid, config["size"], config["slide"], lateness)
+    run_both(window, model, ops, cut=cut)
+
+
+def test_long_random_streams_with_float_times_and_pickle_cuts():
+    rng = random.Random(7)
+    for trial in range(6):
+        slide = [None, 2.5, 1.0][trial % 3]
+        window = Window(CONCAT, size=7.5, slide=slide, allowed_lateness=4.0)
+        model = WindowModel(CONCAT, [7.5], slide, 4.0)
+        ops, clock = [], 0.0
+        for _ in range(300):
+            clock += rng.choice([0.0, 0.25, 0.5, 1.5])
+            ops.append(("push", clock - rng.choice([0.0, 0.0, 1.0, 3.75, 6.0]), rng.randint(1, 9)))
+        run_both(window, model, ops, cut=rng.randrange(300))
+
+
+# ---------------------------------------------------------------- the docstring, sentence by sentence
+def test_watermark_is_largest_time_minus_lateness_and_never_goes_back():
+    w = Window("sum", size=10, allowed_lateness=3)
+    assert w.watermark is None
+    w.push(20, 1)
+    assert w.watermark == 17
+    w.push(18, 1)  # on time (18 >= 17), does not lower the watermark
+    assert w.watermark == 17
+    w.advance_watermark(30)
+    assert w.watermark == 30
+    w.advance_watermark(25)
+    assert w.watermark == 30
+
+
+def test_events_older_than_the_watermark_are_dropped_and_counted_at_the_watermark_kept():
+    w = Window("sum", size=10, slide=10, allowed_lateness=2)
+    w.push(12, 1.0)  # watermark 10
+    w.push(9, 100.0)  # late: 9 < 10
+    w.push(10, 5.0)  # exactly at the watermark: on time
+    assert w.late_events == 1
+    assert w.flush() == [WindowResult(10, 20, 6.0, 2)]
+
+
+def test_aligned_window_closes_when_its_end_reaches_the_watermark():
+    w = Window("sum", size=10, slide=10)
+    assert w.push(3, 1.0) == []
+    assert w.push(9, 2.0) == []
+    assert w.push(10, 4.0) == [WindowResult(0, 10, 3.0, 2)]  # end 10 <= watermark 10
+
+
+def test_empty_aligned_windows_are_never_emitted_and_gaps_hold_no_results():
+    w = Window("sum", size=2, slide=5)
+    w.push(1, 1.0)  # in [0, 2)
+    assert w.push(3, 7.0) == [WindowResult(0, 2, 1.0, 1)]  # 3 lies in the gap [2, 5): in no window
+    assert w.push(100, 1.0) == []
+    assert w.late_events == 0
+    assert w.flush() == [WindowResult(100, 102, 1.0, 1)]
+
+
+def test_per_event_window_is_t_minus_size_exclusive_to_t_inclusive_and_waits_past_t():
+    w = Window("sum", size=5)
+    assert w.push(10, 1.0) == []  # t == watermark: not final yet
+    assert w.push(10, 2.0) == []  # same time: shares the window
+    assert w.push(5, 100.0) == []  # late (5 < 10)
+    got = w.push(15, 4.0)
+    assert got == [WindowResult(5, 10, 3.0, 2)]  # (5, 10]: 10 twice; 5 was late anyway
+    w2 = Window("sum", size=5, allowed_lateness=10)
+    for t in (10, 5, 6):
+        w2.push(t, t)
+    assert w2.flush() == [WindowResult(0, 5, 5, 1), WindowResult(1, 6, 11, 2), WindowResult(5, 10, 16, 2)]
+
+
+def test_late_arrivals_within_lateness_join_their_windows_in_time_order():
+    w = Window(CONCAT, size=10, slide=10, allowed_lateness=5)
+    w.push(8, "b")
+    w.push(12, "c")
+    w.push(7, "a")  # out of order but on time: goes before b
+    w.push(8, "b2")  # equal time: after the earlier b
+    assert w.push(15, "d") == [WindowResult(0, 10, "a;b;b2;", 3)]
+
+
+def test_results_ordered_by_end_then_by_size_order():
+    w = Window("count", size=[10, 4], slide=2)
+    w.push(1, 1.0)
+    got = w.flush()
+    assert [(r.end, r.end - r.start) for r in got] == [(2, 10), (2, 4), (4, 10), (4, 4), (6, 10), (8, 10),
+                                                       (10, 10)]
+
+
+def test_flush_closes_everything_and_later_events_are_late():
+    w = Window("max", size=3)
+    w.push(1, 2.0)
+    assert w.push(2, 5.0) == [WindowResult(-2, 1, 2.0, 1)]
+    assert w.flush() == [WindowResult(-1, 2, 5.0, 2)]
+    assert w.push(50, 1.0) == [] and w.late_events == 1
+    assert w.flush() == []
+
+
+def test_batch_equals_one_by_one_and_gives_a_frame():
+    times = [5, 1, 9, 3, 14, 2, 20, 11]
+    values = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    one = Window("sum", size=6, slide=3, allowed_lateness=4)
+    expected = [r for t, v in zip(times, values) for r in one.push(t, v)] + one.flush()
+    batch = Window("sum", size=6, slide=3, allowed_lateness=4)
+    frame = pd.concat([batch.push_batch(times, values, as_frame=True), Window.to_frame(batch.flush())])
+    assert list(frame.columns) == ["start", "end", "value", "count"]
+    assert [tuple(row) for row in frame.itertuples(index=False)] == [tuple(r) for r in expected]
+    assert batch.late_events == one.late_events == 3
+
+
+def test_datetime_times_and_duration_strings():
+    w = Window("sum", size="10min", slide="10min", allowed_lateness="1min")
+    t0 = pd.Timestamp("2024-03-01 10:00")
+    w.push(t0 + pd.Timedelta("2min"), 1.0)
+    w.push(np.datetime64("2024-03-01T10:09"), 2.0)
+    got = w.push(t0 + pd.Timedelta("11min"), 4.0)  # watermark 10:10 closes [10:00, 10:10)
+    assert got == [WindowResult(t0, t0 + pd.Timedelta("10min"), 3.0, 2)]
+    frame = w.push_batch(pd.Series([t0 + pd.Timedelta("25min")]), [1.0], as_frame=True)
+    assert frame["start"].tolist() == [t0 + pd.Timedelta("10min")] and frame["count"].tolist() == [1]
+    with pytest.raises(winagg.InvalidTimeError):
+        w.push(3, 1.0)
+
+
+def test_count_windows_slide_over_arrival_positions():
+    w = Window(CONCAT, rows=3, slide=2)
+    got = w.push_batch(None, "abcde")
+    assert got == [WindowResult(0, 2, "a;b;", 2), WindowResult(1, 4, "b;c;d;", 3)]
+    assert w.flush() == [WindowResult(2, 5, "c;d;e;", 3)]
+    assert w.flush() == []
+    w2 = pickle.loads(pickle.dumps(Window("max", rows=2)))
+    assert [w2.push(None, v) for v in (3, 1, 2)] == [[WindowResult(0, 1, 3, 1)], [WindowResult(0, 2, 3, 2)],
+                                                      [WindowResult(1, 3, 2, 2)]]
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        Window("sum")
+    with pytest.raises(ValueError):
+        Window("sum", size=5, rows=3)
+    with pytest.raises(ValueError):
+        Window("sum", size=0)
+    with pytest.raises(ValueError):
+        Window("sum", size=5, allowed_lateness=-1)
+    with pytest.raises(winagg.InvalidTimeError):
+        Window("sum", size=5).push(float("nan"), 1.0)
+    with pytest.raises(ValueError):
+        Window("sum", size=5, algorithm="daba_lite")
+
+
+def test_module_example_runs():
+    import doctest
+
+    import winagg.window
+
+    assert doctest.testmod(winagg.window).failed == 0
