@@ -669,9 +669,14 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     search_boundary = slow(search_boundary)
 
     def bulk_evict_native(b, st, t):
-        meta, nk, lsp, rsp, scr = b[META], b[NK], b[LSP], b[RSP], b[SCR]
+        meta, nk, lsp, rsp, scr, keys = b[META], b[NK], b[LSP], b[RSP], b[SCR], b[KEYS]
         if st[2] == 0:
             return st
+        lf = meta[LF]
+        if keys[lf * W] > t:  # nothing to evict
+            return st
+        if nk[lf] >= 2 and keys[lf * W + 1] > t:  # only the oldest: the single eviction
+            return evict(b, st)
         depth = search_boundary(b, t)
         skip = NIL
         top = NIL
