@@ -55,6 +55,11 @@ class _Counted(Monoid):
         return (_Counted, (self.inner,))
 
 
+def _plain(value):
+    """numpy scalars as Python numbers (results print and compare like the user's own numbers)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _is_datetime_like(x) -> bool:
     return not isinstance(x, (int, float, np.integer, np.floating)) and x is not None
 
@@ -104,6 +109,12 @@ class Window:
     algorithm:
         Default ``"fiba"`` (out-of-order, range queries) for time windows; for ``rows``
         the in-order algorithm :func:`winagg.rolling` would choose.
+    compiled:
+        ``None`` (default): per-event windows of one size over a built-in numeric
+        aggregation run compiled (values become float64; one numba call per
+        :meth:`push_batch`, on a FiBA tree kept across calls); every other Window runs
+        the same FiBA in plain Python. ``False`` forces plain Python; ``True`` raises
+        ValueError where the compiled path does not exist.
 
     Semantics of time windows (every sentence is tested in ``tests/test_window.py``):
 
@@ -144,7 +155,7 @@ class Window:
 
     def __init__(self, aggregation: Any, size: Union[Any, Sequence[Any], None] = None, *,
                  rows: Optional[int] = None, slide: Any = None, allowed_lateness: Any = 0,
-                 algorithm: Optional[str] = None, **options):
+                 algorithm: Optional[str] = None, compiled: Optional[bool] = None, **options):
         self.monoid = aggregations.get(aggregation)
         if (size is None) == (rows is None):
             raise ValueError("give exactly one of size= (a time window) or rows= (a count window)")
@@ -154,8 +165,20 @@ class Window:
             self._init_rows(rows, slide, algorithm, options)
         else:
             self._init_time(size, slide, allowed_lateness, algorithm, options)
+        self._fast = self._compiled_state(compiled)
 
     # ------------------------------------------------------------ construction
+    def _compiled_state(self, wanted):
+        supported = (self.kind == "time" and self.slide is None and len(self.sizes) == 1
+                     and self.algorithm == "fiba")
+        spec = self.monoid.compiled_for(np.dtype(np.float64)) if supported and wanted is not False else None
+        if spec is None:
+            if wanted:
+                raise ValueError("compiled=True needs a time Window without slide, of one size, over a built-in "
+                                 "numeric aggregation")
+            return None
+        return _CompiledPerEvent(None, "int64" if self._datetimes else "float64", self.sizes[0])
+
     def _init_rows(self, rows, slide, algorithm, options):
         from .rolling import choose_algorithm
 
@@ -247,6 +270,8 @@ class Window:
         if self.kind == "rows":
             return self._push_row(value)
         t = self._time_of(time)
+        if self._fast is not None:
+            return self._fast_push(np.array([t], self._fast.dtype), [value])
         if not self._accept(t):
             return []
         item = (value, self._events_seen) if getattr(self.monoid, "positional", False) else value
@@ -286,6 +311,12 @@ class Window:
         if self.kind == "rows":
             results = [r for v in values for r in self._push_row(v)]
             return self.to_frame(results) if as_frame else results
+        if self._fast is not None:
+            stamps = np.asarray(self._batch_times(times), self._fast.dtype)
+            if len(stamps) != len(values):
+                raise ValueError(f"push_batch got {len(stamps)} times but {len(values)} values")
+            results = self._fast_push(stamps, values)
+            return self.to_frame(results) if as_frame else results
         stamps = self._batch_times(times)
         if len(stamps) != len(values):
             raise ValueError(f"push_batch got {len(stamps)} times but {len(values)} values")
@@ -299,13 +330,14 @@ class Window:
                 raise InvalidTimeError("datetime times need a duration size (like '10min')")
             if np.isnat(array).any():
                 raise InvalidTimeError(f"times hold NaT at row {int(np.flatnonzero(np.isnat(array))[0])}")
-            return array.astype("datetime64[ns]").astype(np.int64).tolist()
+            ns = array.astype("datetime64[ns]").astype(np.int64)
+            return ns if self._fast is not None else ns.tolist()
         if array.dtype.kind in "iuf" and not self._datetimes:
             if array.dtype.kind == "f":
                 if np.isnan(array).any():
                     raise InvalidTimeError(f"times hold NaN at row {int(np.flatnonzero(np.isnan(array))[0])}")
                 self._float_times = self._float_times or array.size > 0
-            return array.tolist()
+            return array if self._fast is not None else array.tolist()
         return [self._time_of(t) for t in array.tolist()]
 
     def _push_many(self, stamps: list, values) -> List[WindowResult]:
@@ -338,6 +370,8 @@ class Window:
         """Raise the watermark to ``time`` (never lowers it); returns the windows that closed."""
         if self.kind != "time":
             raise TypeError("a count (rows=) window has no watermark")
+        if self._fast is not None:
+            return self._fast_step(self._time_of(time), np.empty(0, self._fast.dtype), np.empty(0))
         return self._raise_watermark(self._time_of(time))
 
     def flush(self) -> List[WindowResult]:
@@ -346,6 +380,8 @@ class Window:
             if self._since_result == 0 or not len(self._aggregator):
                 return []
             return [self._row_result()]
+        if self._fast is not None:
+            return self._fast_step(math.inf, np.empty(0, self._fast.dtype), np.empty(0))
         return self._raise_watermark(math.inf)
 
     # ------------------------------------------------------------ emitting
@@ -370,7 +406,7 @@ class Window:
             self._pending_set.discard(t)
             for size in self.sizes:
                 count, value = self._aggregator.query_after(t - size, t)
-                results.append(WindowResult(self._outward(t - size), self._outward(t), value, count))
+                results.append(WindowResult(self._outward(t - size), self._outward(t), _plain(value), count))
         return results
 
     def _close_aligned(self) -> List[WindowResult]:
@@ -398,7 +434,8 @@ class Window:
                 start, end = k * slide, k * slide + size
                 count, value = self._aggregator.query(start, self._before(end))
                 if count:
-                    closed.append((end, which, WindowResult(self._outward(start), self._outward(end), value, count)))
+                    closed.append((end, which, WindowResult(self._outward(start), self._outward(end), _plain(value),
+                                                            count)))
                 k += 1
             next_k = k if next_k is None or k > next_k else next_k
             if k <= bucket:
@@ -416,6 +453,60 @@ class Window:
             return math.nextafter(float(end), -math.inf)
         return end - 1
 
+    # ------------------------------------------------------------ compiled per-event windows
+    def _fast_push(self, stamps: np.ndarray, values) -> List[WindowResult]:
+        """Late-event filter (vectorized: an event's watermark is the running maximum of the
+        times before it, less the lateness), then one compiled step."""
+        fast, n = self._fast, stamps.shape[0]
+        values = np.asarray(values, dtype=np.float64)
+        if n == 0:
+            return []
+        low = _as_time_type(self._max_time, fast.dtype)
+        running = np.maximum.accumulate(stamps)
+        before = np.empty(n, fast.dtype)
+        before[0] = low
+        np.maximum(running[:-1], low, out=before[1:])
+        floor = np.maximum(before - fast.dtype(self.allowed_lateness), _as_time_type(self._watermark, fast.dtype))
+        on_time = stamps >= floor
+        self.late_events += int(n - np.count_nonzero(on_time))
+        largest = running[-1].item()
+        if largest > self._max_time:
+            self._max_time = largest
+        return self._fast_step(max(self._watermark, self._max_time - self.allowed_lateness),
+                               stamps[on_time], values[on_time])
+
+    def _fast_step(self, watermark, stamps, values) -> List[WindowResult]:
+        fast = self._fast
+        kernel, fresh = batch_kernel(self.monoid.compiled_for(np.dtype(np.float64)), fast.time_type)
+        if fast.bufs is None:
+            fast.bufs, fast.st = fresh()
+        order = np.argsort(stamps, kind="stable")  # equal times keep arrival order
+        sorted_times = stamps[order]
+        positions = (self._events_seen + order).astype(np.int64)
+        self._events_seen += int(stamps.shape[0])
+        if watermark > self._watermark:
+            self._watermark = watermark
+        mark = _as_time_type(self._watermark, fast.dtype)
+        candidates = np.unique(np.concatenate((fast.pending, sorted_times)))
+        split = int(np.searchsorted(candidates, mark, "left"))  # per-event windows close when t < watermark
+        close, fast.pending = candidates[:split], candidates[split:]
+        horizon = _as_time_type(self._watermark - self.sizes[0], fast.dtype)
+        fast.bufs, fast.st, out = kernel(fast.bufs, fast.st, sorted_times, values[order], positions, close,
+                                         fast.size, fast.dtype(horizon))
+        live = np.concatenate((fast.live, sorted_times))
+        live.sort(kind="stable")
+        counts = np.searchsorted(live, close, "right") - np.searchsorted(live, close - fast.size, "right")
+        fast.live = live[np.searchsorted(live, horizon, "right"):]
+        return [WindowResult(self._outward_number(t - fast.size), self._outward_number(t), value, count)
+                for t, value, count in zip(close, out.tolist(), counts.tolist())]
+
+    def _outward_number(self, t):
+        if self._datetimes:
+            import pandas as pd
+
+            return pd.Timestamp(int(t))
+        return float(t) if self._float_times else int(t)
+
     # ------------------------------------------------------------ count windows
     def _push_row(self, value) -> List[WindowResult]:
         item = (value, self._events_seen) if getattr(self.monoid, "positional", False) else value
@@ -431,7 +522,7 @@ class Window:
     def _row_result(self) -> WindowResult:
         self._since_result = 0
         count = len(self._aggregator)
-        return WindowResult(self._events_seen - count, self._events_seen, self._aggregator.query(), count)
+        return WindowResult(self._events_seen - count, self._events_seen, _plain(self._aggregator.query()), count)
 
     # ------------------------------------------------------------ results
     @staticmethod
@@ -451,3 +542,79 @@ def _is_duration(value) -> bool:
     module = type(value).__module__
     return (module.startswith("pandas") or isinstance(value, np.timedelta64)
             or type(value).__name__ == "timedelta")
+
+
+# ---------------------------------------------------------------- compiled batches
+_BATCH_KERNELS: dict = {}
+_INT_LOW = np.iinfo(np.int64).min // 4  # stands for -infinity among int64 (nanosecond) times
+_INT_HIGH = np.iinfo(np.int64).max // 4  # and for +infinity
+
+
+def batch_kernel(spec, time_type: str):
+    """``kernel(bufs, st, times, values, positions, close, size, horizon) -> (bufs, st, out)``.
+
+    One compiled call per batch on a FiBA tree carried across calls: bulk-insert the
+    batch (sorted by time, equal times in arrival order), answer the per-event window
+    ``(t - size, t]`` of every time in ``close``, then evict every entry <= ``horizon``.
+    """
+    key = (spec.key, time_type)
+    if key in _BATCH_KERNELS:
+        return _BATCH_KERNELS[key]
+    from . import jitcache
+    from .ooo._fiba_kernels import tree_funcs
+
+    f = tree_funcs(spec, None, time_type)
+    init, bulk_insert, range_query, reserve = f.init, f.bulk_insert, f.range_query, f.reserve
+    evict_upto, oldest, youngest = f.evict_upto, f.oldest, f.youngest
+    lift, lower, out_dtype, alloc, store = spec.lift, spec.lower, spec.out_dtype, spec.layout.alloc, spec.layout.store
+
+    @jitcache.njit
+    def kernel(b, st, when, values, positions, close, size, horizon):
+        m = when.shape[0]
+        if m > 0:
+            partials = alloc(m)
+            for q in range(m):
+                store(partials, q, lift(values[q], positions[q]))
+            b, st = reserve(b, st, m)
+            st = bulk_insert(b, st, when, partials, m)
+        out = np.empty(close.shape[0], out_dtype)
+        for j in range(close.shape[0]):
+            out[j] = lower(range_query(b, st, close[j] - size, close[j], True))
+        if st[2] > 0 and oldest(b) <= horizon:
+            if youngest(b) <= horizon:
+                b, st = init(16)  # everything goes: start afresh
+            else:
+                st = evict_upto(b, st, horizon)
+        return b, st, out
+
+    def fresh():
+        return init(16)
+
+    _BATCH_KERNELS[key] = (kernel, fresh)
+    return _BATCH_KERNELS[key]
+
+
+class _CompiledPerEvent:
+    """State of a per-event, one-size time Window run by :func:`batch_kernel`.
+
+    Besides the tree it keeps the sorted times of the events still in the window (their
+    counts come from two binary searches) and the sorted distinct times not yet emitted.
+    """
+
+    def __init__(self, spec_key_holder, time_type, size):
+        self.time_type = time_type
+        self.dtype = np.int64 if time_type == "int64" else np.float64
+        self.size = self.dtype(size)
+        self.bufs, self.st = None, None
+        self.live = np.empty(0, self.dtype)
+        self.pending = np.empty(0, self.dtype)
+
+
+def _as_time_type(x, dtype):
+    if dtype is np.int64:
+        if x == -math.inf:
+            return _INT_LOW
+        if x == math.inf:
+            return _INT_HIGH
+        return int(x)
+    return float(x)
