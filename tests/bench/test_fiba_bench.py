@@ -15,7 +15,8 @@ def read(path):
 
 def test_fiba_latency_quick_writes_every_measure(tmp_path):
     out = tmp_path / "lat"
-    assert main(["bench", "fiba_latency", "--quick", "--algorithms", "b_fiba4,daba_lite", "--out", str(out)]) == 0
+    assert main(["bench", "fiba_latency", "--quick", "--algorithms", "b_fiba4,daba_lite", "--aggs", "max",
+                 "--out", str(out)]) == 0
     rows = read(out / "fiba_latency.csv")
     assert {(r["measure"], r["algorithm"]) for r in rows} == {
         ("evict", "b_fiba4"), ("insert_d0", "b_fiba4"), ("insert_d64", "b_fiba4"),
@@ -27,8 +28,8 @@ def test_fiba_latency_quick_writes_every_measure(tmp_path):
 
 def test_fiba_throughput_quick_sweeps(tmp_path):
     out = tmp_path / "thr"
-    assert main(["bench", "fiba_throughput", "--quick", "--algorithms", "b_fiba4", "--fiba-sweeps", "m_bulk,d_m1024",
-                 "--out", str(out)]) == 0
+    assert main(["bench", "fiba_throughput", "--quick", "--algorithms", "b_fiba4", "--aggs", "max",
+                 "--fiba-sweeps", "m_bulk,d_m1024", "--out", str(out)]) == 0
     rows = read(out / "fiba_throughput.csv")
     assert {r["sweep"] for r in rows} == {"m_bulk", "d_m1024"}
     assert all(float(r["median_mitems_s"]) > 0 for r in rows)
