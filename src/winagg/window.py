@@ -315,8 +315,7 @@ class Window:
             stamps = np.asarray(self._batch_times(times), self._fast.dtype)
             if len(stamps) != len(values):
                 raise ValueError(f"push_batch got {len(stamps)} times but {len(values)} values")
-            results = self._fast_push(stamps, values)
-            return self.to_frame(results) if as_frame else results
+            return self._fast_push(stamps, values, as_frame)
         stamps = self._batch_times(times)
         if len(stamps) != len(values):
             raise ValueError(f"push_batch got {len(stamps)} times but {len(values)} values")
@@ -454,13 +453,13 @@ class Window:
         return end - 1
 
     # ------------------------------------------------------------ compiled per-event windows
-    def _fast_push(self, stamps: np.ndarray, values) -> List[WindowResult]:
+    def _fast_push(self, stamps: np.ndarray, values, as_frame: bool = False):
         """Late-event filter (vectorized: an event's watermark is the running maximum of the
         times before it, less the lateness), then one compiled step."""
         fast, n = self._fast, stamps.shape[0]
         values = np.asarray(values, dtype=np.float64)
         if n == 0:
-            return []
+            return self._fast_step(self._watermark, stamps, values, as_frame)
         low = _as_time_type(self._max_time, fast.dtype)
         running = np.maximum.accumulate(stamps)
         before = np.empty(n, fast.dtype)
@@ -473,9 +472,10 @@ class Window:
         if largest > self._max_time:
             self._max_time = largest
         return self._fast_step(max(self._watermark, self._max_time - self.allowed_lateness),
-                               stamps[on_time], values[on_time])
+                               stamps[on_time], values[on_time], as_frame)
 
-    def _fast_step(self, watermark, stamps, values) -> List[WindowResult]:
+    def _fast_step(self, watermark, stamps, values, as_frame: bool = False):
+        """Insert the on-time events, raise the watermark, emit: a list of rows or a DataFrame."""
         fast = self._fast
         kernel, fresh = batch_kernel(self.monoid.compiled_for(np.dtype(np.float64)), fast.time_type)
         if fast.bufs is None:
@@ -497,6 +497,15 @@ class Window:
         live.sort(kind="stable")
         counts = np.searchsorted(live, close, "right") - np.searchsorted(live, close - fast.size, "right")
         fast.live = live[np.searchsorted(live, horizon, "right"):]
+        if as_frame:  # straight from the arrays: no row objects
+            import pandas as pd
+
+            starts, ends = close - fast.size, close
+            if self._datetimes:
+                starts, ends = starts.astype("datetime64[ns]"), ends.astype("datetime64[ns]")
+            elif not self._float_times:
+                starts, ends = starts.astype(np.int64), ends.astype(np.int64)
+            return pd.DataFrame({"start": starts, "end": ends, "value": out, "count": counts.astype(np.int64)})
         return [WindowResult(self._outward_number(t - fast.size), self._outward_number(t), value, count)
                 for t, value, count in zip(close, out.tolist(), counts.tolist())]
 

@@ -25,6 +25,7 @@ EXPERIMENTS = {
     "fiba_latency": "winagg.bench.fiba_latency",
     "fiba_throughput": "winagg.bench.fiba_throughput",
     "fiba_flights": "winagg.bench.fiba_flights",
+    "window": "winagg.bench.window",
 }
 
 
