@@ -309,3 +309,11 @@ def test_compiled_and_python_paths_give_the_same_rows_on_datetimes():
     assert np.allclose(fast["value"].to_numpy(float), slow["value"].to_numpy(float))
     with pytest.raises(ValueError):
         Window(CONCAT, size=5, compiled=True)
+
+
+def test_aggregations_whose_python_answer_is_not_a_number_stay_in_python():
+    window = Window("bloom", size=5.0)
+    assert window._fast is None
+    window.push(1.0, 7.0)
+    (result,) = window.flush()
+    assert isinstance(result.value, winagg.aggregations.BloomFilter) and result.count == 1

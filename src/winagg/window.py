@@ -60,6 +60,16 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _lowers_to_a_number(monoid) -> bool:
+    """Whether the Python answer for one value is a plain number (as the compiled answer is)."""
+    sample = (1.0, 0) if getattr(monoid, "positional", False) else 1.0
+    try:
+        answer = monoid.lower(monoid.lift(sample))
+    except Exception:  # noqa: BLE001 - any failure means: do not take the compiled path
+        return False
+    return isinstance(answer, (int, float, np.integer, np.floating)) and not isinstance(answer, bool)
+
+
 def _is_datetime_like(x) -> bool:
     return not isinstance(x, (int, float, np.integer, np.floating)) and x is not None
 
@@ -172,6 +182,8 @@ class Window:
         supported = (self.kind == "time" and self.slide is None and len(self.sizes) == 1
                      and self.algorithm == "fiba")
         spec = self.monoid.compiled_for(np.dtype(np.float64)) if supported and wanted is not False else None
+        if spec is not None and not _lowers_to_a_number(self.monoid):
+            spec = None  # e.g. a Bloom filter: compiled it lowers to a number, in Python to the filter itself
         if spec is None:
             if wanted:
                 raise ValueError("compiled=True needs a time Window without slide, of one size, over a built-in "
