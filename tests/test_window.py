@@ -274,25 +274,27 @@ def test_module_example_runs():
 
 
 # ---------------------------------------------------------------- the compiled batch path
-def test_per_event_windows_of_builtin_aggregations_run_compiled_and_agree_with_the_model():
+@pytest.mark.parametrize("monoid", ["sum", "max"])
+@pytest.mark.parametrize("slide", [None, 1.5])
+def test_one_size_windows_of_builtin_aggregations_run_compiled_and_agree_with_the_model(monoid, slide):
     rng = random.Random(11)
-    for monoid in ("sum", "max"):
-        window = Window(monoid, size=6.0, allowed_lateness=2.5)
-        assert window._fast is not None  # the compiled path is the one under test here
-        model = WindowModel(winagg.aggregations.get(monoid), [6.0], None, 2.5)
-        ops, clock = [], 0.0
-        for _ in range(200):
-            clock += rng.choice([0.0, 0.5, 1.0])
-            if rng.random() < 0.15:
-                batch = [(clock - rng.choice([0.0, 2.0, 4.0]), float(rng.randint(-9, 9))) for _ in range(rng.randint(0, 30))]
-                ops.append(("batch", batch))
-            else:
-                ops.append(("push", clock - rng.choice([0.0, 0.0, 1.0, 3.0]), float(rng.randint(-9, 9))))
-        ops.insert(150, ("advance", clock + 0.25))
-        run_both(window, model, ops, cut=rng.randrange(200))
+    window = Window(monoid, size=6.0, slide=slide, allowed_lateness=2.5)
+    assert window._fast is not None  # the compiled path is the one under test here
+    model = WindowModel(winagg.aggregations.get(monoid), [6.0], slide, 2.5)
+    ops, clock = [], 0.0
+    for _ in range(200):
+        clock += rng.choice([0.0, 0.5, 1.0])
+        if rng.random() < 0.15:
+            batch = [(clock - rng.choice([0.0, 2.0, 4.0]), float(rng.randint(-9, 9))) for _ in range(rng.randint(0, 30))]
+            ops.append(("batch", batch))
+        else:
+            ops.append(("push", clock - rng.choice([0.0, 0.0, 1.0, 3.0]), float(rng.randint(-9, 9))))
+    ops.insert(150, ("advance", clock + 0.25))
+    run_both(window, model, ops, cut=rng.randrange(200))
 
 
-def test_compiled_and_python_paths_give_the_same_rows_on_datetimes():
+@pytest.mark.parametrize("slide", [None, "1min", "7min"])
+def test_compiled_and_python_paths_give_the_same_rows_on_datetimes(slide):
     rng = np.random.default_rng(5)
     base = np.datetime64("2024-01-01T00:00:00", "ns")
     offsets = np.cumsum(rng.integers(0, 90, 3000)) - rng.choice([0, 0, 0, 400], 3000)
@@ -300,7 +302,7 @@ def test_compiled_and_python_paths_give_the_same_rows_on_datetimes():
     values = rng.normal(size=3000)
     frames = []
     for compiled in (True, False):
-        w = Window("sum", size="5min", allowed_lateness="2min", compiled=compiled)
+        w = Window("sum", size="5min", slide=slide, allowed_lateness="2min", compiled=compiled)
         parts = [w.push_batch(times[i:i + 700], values[i:i + 700], as_frame=True) for i in range(0, 3000, 700)]
         frames.append((pd.concat(parts + [Window.to_frame(w.flush())], ignore_index=True), w.late_events))
     (fast, fast_late), (slow, slow_late) = frames

@@ -120,7 +120,7 @@ class Window:
         Default ``"fiba"`` (out-of-order, range queries) for time windows; for ``rows``
         the in-order algorithm :func:`winagg.rolling` would choose.
     compiled:
-        ``None`` (default): per-event windows of one size over a built-in numeric
+        ``None`` (default): time windows of one size over a built-in numeric
         aggregation run compiled (values become float64; one numba call per
         :meth:`push_batch`, on a FiBA tree kept across calls); every other Window runs
         the same FiBA in plain Python. ``False`` forces plain Python; ``True`` raises
@@ -179,7 +179,7 @@ class Window:
 
     # ------------------------------------------------------------ construction
     def _compiled_state(self, wanted):
-        supported = (self.kind == "time" and self.slide is None and len(self.sizes) == 1
+        supported = (self.kind == "time" and len(self.sizes) == 1
                      and self.algorithm == "fiba")
         spec = self.monoid.compiled_for(np.dtype(np.float64)) if supported and wanted is not False else None
         if spec is not None and not _lowers_to_a_number(self.monoid):
@@ -189,7 +189,7 @@ class Window:
                 raise ValueError("compiled=True needs a time Window without slide, of one size, over a built-in "
                                  "numeric aggregation")
             return None
-        return _CompiledPerEvent(None, "int64" if self._datetimes else "float64", self.sizes[0])
+        return _CompiledPerEvent("int64" if self._datetimes else "float64", self.sizes[0])
 
     def _init_rows(self, rows, slide, algorithm, options):
         from .rolling import choose_algorithm
@@ -498,28 +498,79 @@ class Window:
         self._events_seen += int(stamps.shape[0])
         if watermark > self._watermark:
             self._watermark = watermark
-        mark = _as_time_type(self._watermark, fast.dtype)
-        candidates = np.unique(np.concatenate((fast.pending, sorted_times)))
-        split = int(np.searchsorted(candidates, mark, "left"))  # per-event windows close when t < watermark
-        close, fast.pending = candidates[:split], candidates[split:]
-        horizon = _as_time_type(self._watermark - self.sizes[0], fast.dtype)
-        fast.bufs, fast.st, out = kernel(fast.bufs, fast.st, sorted_times, values[order], positions, close,
-                                         fast.size, fast.dtype(horizon))
         live = np.concatenate((fast.live, sorted_times))
         live.sort(kind="stable")
-        counts = np.searchsorted(live, close, "right") - np.searchsorted(live, close - fast.size, "right")
+        if self.slide is None:
+            starts, ends, counts, his, lo_open = self._closing_per_event(sorted_times, live)
+        else:
+            starts, ends, counts, his, lo_open = self._closing_aligned(sorted_times, live)
+        horizon = _as_time_type(self._watermark - self.sizes[0], fast.dtype)
+        fast.bufs, fast.st, out = kernel(fast.bufs, fast.st, sorted_times, values[order], positions, starts, his,
+                                         lo_open, fast.dtype(horizon))
         fast.live = live[np.searchsorted(live, horizon, "right"):]
         if as_frame:  # straight from the arrays: no row objects
             import pandas as pd
 
-            starts, ends = close - fast.size, close
             if self._datetimes:
                 starts, ends = starts.astype("datetime64[ns]"), ends.astype("datetime64[ns]")
             elif not self._float_times:
                 starts, ends = starts.astype(np.int64), ends.astype(np.int64)
             return pd.DataFrame({"start": starts, "end": ends, "value": out, "count": counts.astype(np.int64)})
-        return [WindowResult(self._outward_number(t - fast.size), self._outward_number(t), value, count)
-                for t, value, count in zip(close, out.tolist(), counts.tolist())]
+        return [WindowResult(self._outward_number(a), self._outward_number(b), value, count)
+                for a, b, value, count in zip(starts, ends, out.tolist(), counts.tolist())]
+
+    def _closing_per_event(self, sorted_times, live):
+        """The per-event windows ``(t - size, t]`` that close now: every pending t < watermark."""
+        fast = self._fast
+        mark = _as_time_type(self._watermark, fast.dtype)
+        candidates = np.unique(np.concatenate((fast.pending, sorted_times)))
+        split = int(np.searchsorted(candidates, mark, "left"))
+        close, fast.pending = candidates[:split], candidates[split:]
+        counts = np.searchsorted(live, close, "right") - np.searchsorted(live, close - fast.size, "right")
+        return close - fast.size, close, counts, close, True
+
+    def _closing_aligned(self, sorted_times, live):
+        """The aligned windows ``[k*slide, k*slide + size)`` that close now and hold events.
+
+        Window k holds an event only if a pending slide bucket b (times in
+        ``[b*slide, (b+1)*slide)``) has ``b - ceil(size/slide) < k <= b``; it closes when
+        ``k*slide + size <= watermark``. Windows below ``next_k`` were all handled before.
+        """
+        fast, slide, size = self._fast, self.slide, self.sizes[0]
+        fresh_buckets = np.floor_divide(sorted_times, fast.dtype(slide)).astype(np.int64)
+        buckets = np.union1d(fast.buckets, fresh_buckets)
+        last_closed = self._last_closed_window(size)
+        reach = -(-size // slide)
+        first_k = np.maximum(buckets - int(reach) + 1, fast.next_k if fast.next_k is not None else _INT_LOW)
+        last_k = np.minimum(buckets, last_closed)
+        spans = np.maximum(last_k - first_k + 1, 0)
+        ks = np.unique(np.repeat(first_k - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum())))
+        if last_closed > _INT_LOW:
+            fast.next_k = max(fast.next_k if fast.next_k is not None else _INT_LOW, last_closed + 1)
+        if fast.next_k is not None:
+            buckets = buckets[buckets >= fast.next_k]  # a bucket's last window is k = bucket
+        fast.buckets = buckets
+        starts = ks * fast.dtype(slide)
+        ends = starts + fast.dtype(size)
+        counts = np.searchsorted(live, ends, "left") - np.searchsorted(live, starts, "left")
+        held = counts > 0
+        starts, ends, counts = starts[held], ends[held], counts[held]
+        his = ends - 1 if fast.dtype is np.int64 else np.nextafter(ends, -np.inf)
+        return starts, ends, counts, his, False
+
+    def _last_closed_window(self, size) -> int:
+        """The largest k with ``k*slide + size <= watermark`` (_INT_LOW before any watermark)."""
+        watermark, slide = self._watermark, self.slide
+        if watermark == -math.inf:
+            return _INT_LOW
+        if watermark == math.inf:
+            return _INT_HIGH
+        k = math.floor((watermark - size) / slide)
+        while k * slide + size > watermark:  # guard the float division against rounding
+            k -= 1
+        while (k + 1) * slide + size <= watermark:
+            k += 1
+        return k
 
     def _outward_number(self, t):
         if self._datetimes:
@@ -572,11 +623,12 @@ _INT_HIGH = np.iinfo(np.int64).max // 4  # and for +infinity
 
 
 def batch_kernel(spec, time_type: str):
-    """``kernel(bufs, st, times, values, positions, close, size, horizon) -> (bufs, st, out)``.
+    """``kernel(bufs, st, times, values, positions, lows, highs, low_open, horizon) -> (bufs, st, out)``.
 
     One compiled call per batch on a FiBA tree carried across calls: bulk-insert the
-    batch (sorted by time, equal times in arrival order), answer the per-event window
-    ``(t - size, t]`` of every time in ``close``, then evict every entry <= ``horizon``.
+    batch (sorted by time, equal times in arrival order), answer the range
+    ``lows[j] <= time <= highs[j]`` (``lows[j] < time`` when ``low_open``) of every
+    window, then evict every entry <= ``horizon``. Every range must hold an entry.
     """
     key = (spec.key, time_type)
     if key in _BATCH_KERNELS:
@@ -590,7 +642,7 @@ def batch_kernel(spec, time_type: str):
     lift, lower, out_dtype, alloc, store = spec.lift, spec.lower, spec.out_dtype, spec.layout.alloc, spec.layout.store
 
     @jitcache.njit
-    def kernel(b, st, when, values, positions, close, size, horizon):
+    def kernel(b, st, when, values, positions, lows, highs, low_open, horizon):
         m = when.shape[0]
         if m > 0:
             partials = alloc(m)
@@ -598,9 +650,9 @@ def batch_kernel(spec, time_type: str):
                 store(partials, q, lift(values[q], positions[q]))
             b, st = reserve(b, st, m)
             st = bulk_insert(b, st, when, partials, m)
-        out = np.empty(close.shape[0], out_dtype)
-        for j in range(close.shape[0]):
-            out[j] = lower(range_query(b, st, close[j] - size, close[j], True))
+        out = np.empty(lows.shape[0], out_dtype)
+        for j in range(lows.shape[0]):
+            out[j] = lower(range_query(b, st, lows[j], highs[j], low_open))
         if st[2] > 0 and oldest(b) <= horizon:
             if youngest(b) <= horizon:
                 b, st = init(16)  # everything goes: start afresh
@@ -622,13 +674,15 @@ class _CompiledPerEvent:
     counts come from two binary searches) and the sorted distinct times not yet emitted.
     """
 
-    def __init__(self, spec_key_holder, time_type, size):
+    def __init__(self, time_type, size):
         self.time_type = time_type
         self.dtype = np.int64 if time_type == "int64" else np.float64
         self.size = self.dtype(size)
         self.bufs, self.st = None, None
         self.live = np.empty(0, self.dtype)
-        self.pending = np.empty(0, self.dtype)
+        self.pending = np.empty(0, self.dtype)  # per-event windows: distinct times not yet emitted
+        self.buckets = np.empty(0, np.int64)  # aligned windows: slide buckets with windows not yet handled
+        self.next_k = None  # aligned windows: every window below this index is closed and handled
 
 
 def _as_time_type(x, dtype):

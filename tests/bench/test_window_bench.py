@@ -18,5 +18,6 @@ def test_window_bench_quick_writes_every_configuration(tmp_path):
     assert by_config["rolling"]["results"] == "20000"
     assert by_config["window_batches"]["results"] == by_config["window_batches_python"]["results"] \
         == by_config["window_batches_rows"]["results"]
-    assert by_config["shared_sizes"]["results"] == by_config["separate_sizes"]["results"]
+    assert by_config["shared_sizes"]["results"] == by_config["separate_sizes"]["results"] \
+        == by_config["separate_sizes_compiled"]["results"]
     assert (out / "window.png").stat().st_size > 0

@@ -13,7 +13,8 @@ Configurations (events per second, the median of ``--window-repeat`` runs):
 * ``window_batches_python``: the same with ``compiled=False`` (FiBA in plain Python);
 * ``shared_sizes`` / ``separate_sizes``: sizes 60, 360 and 1440 minutes, hourly
   (``slide=60``), as one Window over one aggregator (range queries) or as one Window
-  per size (both in plain Python, the only path for several sizes).
+  per size, both in plain Python (several sizes have no compiled path yet);
+  ``separate_sizes_compiled``: one compiled Window per size.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ DESCRIPTION = "winagg.Window batches of flights vs winagg.rolling; several sizes
 DEFAULTS = dict(aggs=("sum",), rounds=0, budget=0.0, out="results/window", window_batch=10_000, window_repeat=5,
                 window_lateness=1440.0, window_rows=0)
 QUICK = dict(window_repeat=1, window_rows=20_000)
-CONFIGS = ("rolling", "window_batches", "window_batches_rows", "window_batches_python", "shared_sizes", "separate_sizes")
+CONFIGS = ("rolling", "window_batches", "window_batches_rows", "window_batches_python", "shared_sizes", "separate_sizes",
+           "separate_sizes_compiled")
 SIZES = (60.0, 360.0, 1440.0)
 COLUMNS = ("config", "aggregation", "rows", "batch", "lateness_minutes", "late_events", "results", "repeats",
            "median_events_s", "min_events_s", "max_events_s", "load", "cpu", "cores", "python", "numba", "numpy",
@@ -70,7 +72,9 @@ def run_config(config, agg, times, values, batch, lateness):
     if config == "shared_sizes":
         windows = [winagg.Window(agg, size=list(SIZES), slide=60.0, allowed_lateness=lateness)]
     else:
-        windows = [winagg.Window(agg, size=size, slide=60.0, allowed_lateness=lateness) for size in SIZES]
+        compiled = None if config == "separate_sizes_compiled" else False
+        windows = [winagg.Window(agg, size=size, slide=60.0, allowed_lateness=lateness, compiled=compiled)
+                   for size in SIZES]
     results = sum(_batches(w, times, values, batch) for w in windows)
     return time.perf_counter() - began, windows[0].late_events, results
 
