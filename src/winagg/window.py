@@ -179,17 +179,16 @@ class Window:
 
     # ------------------------------------------------------------ construction
     def _compiled_state(self, wanted):
-        supported = (self.kind == "time" and len(self.sizes) == 1
+        supported = (self.kind == "time"
                      and self.algorithm == "fiba")
         spec = self.monoid.compiled_for(np.dtype(np.float64)) if supported and wanted is not False else None
         if spec is not None and not _lowers_to_a_number(self.monoid):
             spec = None  # e.g. a Bloom filter: compiled it lowers to a number, in Python to the filter itself
         if spec is None:
             if wanted:
-                raise ValueError("compiled=True needs a time Window without slide, of one size, over a built-in "
-                                 "numeric aggregation")
+                raise ValueError("compiled=True needs a time Window over a built-in numeric aggregation")
             return None
-        return _CompiledPerEvent("int64" if self._datetimes else "float64", self.sizes[0])
+        return _CompiledPerEvent("int64" if self._datetimes else "float64", self.sizes)
 
     def _init_rows(self, rows, slide, algorithm, options):
         from .rolling import choose_algorithm
@@ -503,8 +502,14 @@ class Window:
         if self.slide is None:
             starts, ends, counts, his, lo_open = self._closing_per_event(sorted_times, live)
         else:
-            starts, ends, counts, his, lo_open = self._closing_aligned(sorted_times, live)
-        horizon = _as_time_type(self._watermark - self.sizes[0], fast.dtype)
+            parts = [self._closing_aligned(sorted_times, live, which) for which in range(len(self.sizes))]
+            starts, ends, counts, his = (np.concatenate([part[i] for part in parts]) for i in range(4))
+            if len(parts) > 1:  # by end, then by the order of the sizes
+                which = np.repeat(np.arange(len(parts)), [part[0].shape[0] for part in parts])
+                by_end = np.lexsort((which, ends))
+                starts, ends, counts, his = starts[by_end], ends[by_end], counts[by_end], his[by_end]
+            lo_open = False
+        horizon = _as_time_type(self._watermark - max(self.sizes), fast.dtype)
         fast.bufs, fast.st, out = kernel(fast.bufs, fast.st, sorted_times, values[order], positions, starts, his,
                                          lo_open, fast.dtype(horizon))
         fast.live = live[np.searchsorted(live, horizon, "right"):]
@@ -526,30 +531,34 @@ class Window:
         candidates = np.unique(np.concatenate((fast.pending, sorted_times)))
         split = int(np.searchsorted(candidates, mark, "left"))
         close, fast.pending = candidates[:split], candidates[split:]
-        counts = np.searchsorted(live, close, "right") - np.searchsorted(live, close - fast.size, "right")
-        return close - fast.size, close, counts, close, True
+        # each closing time gives one row per size, in the order of the sizes
+        starts = np.stack([close - size for size in fast.sizes], axis=1).ravel()
+        ends = np.repeat(close, len(fast.sizes))
+        counts = np.searchsorted(live, ends, "right") - np.searchsorted(live, starts, "right")
+        return starts, ends, counts, ends, True
 
-    def _closing_aligned(self, sorted_times, live):
+    def _closing_aligned(self, sorted_times, live, which):
         """The aligned windows ``[k*slide, k*slide + size)`` that close now and hold events.
 
         Window k holds an event only if a pending slide bucket b (times in
         ``[b*slide, (b+1)*slide)``) has ``b - ceil(size/slide) < k <= b``; it closes when
         ``k*slide + size <= watermark``. Windows below ``next_k`` were all handled before.
         """
-        fast, slide, size = self._fast, self.slide, self.sizes[0]
+        fast, slide, size = self._fast, self.slide, self.sizes[which]
         fresh_buckets = np.floor_divide(sorted_times, fast.dtype(slide)).astype(np.int64)
-        buckets = np.union1d(fast.buckets, fresh_buckets)
+        buckets = np.union1d(fast.buckets[which], fresh_buckets)
         last_closed = self._last_closed_window(size)
         reach = -(-size // slide)
-        first_k = np.maximum(buckets - int(reach) + 1, fast.next_k if fast.next_k is not None else _INT_LOW)
+        next_k = fast.next_k[which]
+        first_k = np.maximum(buckets - int(reach) + 1, next_k if next_k is not None else _INT_LOW)
         last_k = np.minimum(buckets, last_closed)
         spans = np.maximum(last_k - first_k + 1, 0)
         ks = np.unique(np.repeat(first_k - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum())))
         if last_closed > _INT_LOW:
-            fast.next_k = max(fast.next_k if fast.next_k is not None else _INT_LOW, last_closed + 1)
-        if fast.next_k is not None:
-            buckets = buckets[buckets >= fast.next_k]  # a bucket's last window is k = bucket
-        fast.buckets = buckets
+            next_k = max(next_k if next_k is not None else _INT_LOW, last_closed + 1)
+        if next_k is not None:
+            buckets = buckets[buckets >= next_k]  # a bucket's last window is k = bucket
+        fast.buckets[which], fast.next_k[which] = buckets, next_k
         starts = ks * fast.dtype(slide)
         ends = starts + fast.dtype(size)
         counts = np.searchsorted(live, ends, "left") - np.searchsorted(live, starts, "left")
@@ -674,15 +683,17 @@ class _CompiledPerEvent:
     counts come from two binary searches) and the sorted distinct times not yet emitted.
     """
 
-    def __init__(self, time_type, size):
+    def __init__(self, time_type, sizes):
         self.time_type = time_type
         self.dtype = np.int64 if time_type == "int64" else np.float64
-        self.size = self.dtype(size)
+        self.sizes = [self.dtype(size) for size in sizes]
         self.bufs, self.st = None, None
         self.live = np.empty(0, self.dtype)
         self.pending = np.empty(0, self.dtype)  # per-event windows: distinct times not yet emitted
-        self.buckets = np.empty(0, np.int64)  # aligned windows: slide buckets with windows not yet handled
-        self.next_k = None  # aligned windows: every window below this index is closed and handled
+        # aligned windows, per size: slide buckets with windows not yet handled, and the index below
+        # which every window is closed and handled
+        self.buckets = [np.empty(0, np.int64) for _ in sizes]
+        self.next_k = [None for _ in sizes]
 
 
 def _as_time_type(x, dtype):

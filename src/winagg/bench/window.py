@@ -13,8 +13,8 @@ Configurations (events per second, the median of ``--window-repeat`` runs):
 * ``window_batches_python``: the same with ``compiled=False`` (FiBA in plain Python);
 * ``shared_sizes`` / ``separate_sizes``: sizes 60, 360 and 1440 minutes, hourly
   (``slide=60``), as one Window over one aggregator (range queries) or as one Window
-  per size, both in plain Python (several sizes have no compiled path yet);
-  ``separate_sizes_compiled``: one compiled Window per size.
+  per size, compiled; ``shared_sizes_python`` / ``separate_sizes_python``: the same
+  with ``compiled=False``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ DEFAULTS = dict(aggs=("sum",), rounds=0, budget=0.0, out="results/window", windo
                 window_lateness=1440.0, window_rows=0)
 QUICK = dict(window_repeat=1, window_rows=20_000)
 CONFIGS = ("rolling", "window_batches", "window_batches_rows", "window_batches_python", "shared_sizes", "separate_sizes",
-           "separate_sizes_compiled")
+           "shared_sizes_python", "separate_sizes_python")
 SIZES = (60.0, 360.0, 1440.0)
 COLUMNS = ("config", "aggregation", "rows", "batch", "lateness_minutes", "late_events", "results", "repeats",
            "median_events_s", "min_events_s", "max_events_s", "load", "cpu", "cores", "python", "numba", "numpy",
@@ -69,10 +69,10 @@ def run_config(config, agg, times, values, batch, lateness):
                                compiled=None if config != "window_batches_python" else False)
         results = _batches(window, times, values, batch, as_frame=config != "window_batches_rows")
         return time.perf_counter() - began, window.late_events, results
-    if config == "shared_sizes":
-        windows = [winagg.Window(agg, size=list(SIZES), slide=60.0, allowed_lateness=lateness)]
+    compiled = False if config.endswith("_python") else None
+    if config.startswith("shared_sizes"):
+        windows = [winagg.Window(agg, size=list(SIZES), slide=60.0, allowed_lateness=lateness, compiled=compiled)]
     else:
-        compiled = None if config == "separate_sizes_compiled" else False
         windows = [winagg.Window(agg, size=size, slide=60.0, allowed_lateness=lateness, compiled=compiled)
                    for size in SIZES]
     results = sum(_batches(w, times, values, batch) for w in windows)
@@ -110,7 +110,8 @@ def run(args) -> int:
     for agg in aggs:
         rate = {row["config"]: row["median_events_s"] for row in table if row["aggregation"] == agg}
         print(f"{agg}: window_batches / rolling = {rate['window_batches'] / rate['rolling']:.2f}; "
-              f"shared_sizes / separate_sizes = {rate['shared_sizes'] / rate['separate_sizes']:.2f}")
+              f"shared_sizes / separate_sizes = {rate['shared_sizes'] / rate['separate_sizes']:.2f} "
+              f"(in Python {rate['shared_sizes_python'] / rate['separate_sizes_python']:.2f})")
     print(f"wrote {out / 'window.csv'} and window.png")
     return 0
 
