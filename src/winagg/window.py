@@ -120,8 +120,8 @@ class Window:
         Default ``"fiba"`` (out-of-order, range queries) for time windows; for ``rows``
         the in-order algorithm :func:`winagg.rolling` would choose.
     compiled:
-        ``None`` (default): time windows of one size over a built-in numeric
-        aggregation run compiled (values become float64; one numba call per
+        ``None`` (default): time windows over a built-in numeric aggregation whose
+        answer is a number run compiled (values become float64; one numba call per
         :meth:`push_batch`, on a FiBA tree kept across calls); every other Window runs
         the same FiBA in plain Python. ``False`` forces plain Python; ``True`` raises
         ValueError where the compiled path does not exist.
