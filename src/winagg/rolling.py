@@ -11,10 +11,11 @@ from .errors import InvalidTimeError, OutOfOrderError
 from .kernels import count_kernel, time_kernel
 from .registry import check_monoid_fits, info, make
 
-#: The in-order algorithm used when none is named and subtraction is not exact: DABA Lite
-#: had the highest compiled throughput of the exact algorithms here (see README), and its
-#: worst case is O(1).
-DEFAULT_FIFO = "daba_lite"
+#: The in-order algorithm used when none is named and subtraction is not exact: Two-Stacks
+#: Lite had the highest compiled throughput of the exact algorithms for sum, max, geomean
+#: and bloom (README, "Performance"). Its rare O(n) flips do not matter to a whole-array
+#: call; per-item users who need a flat worst case pick daba_lite.
+DEFAULT_FIFO = "two_stacks_lite"
 
 
 def _to_numpy(values):
@@ -79,8 +80,8 @@ def choose_algorithm(spec, integer_input: bool) -> str:
     """The algorithm :func:`rolling` uses when none is named.
 
     Subtract-on-evict only where it is exact (integer sums and counts);
-    otherwise DABA Lite, whose partials come only from items in the window,
-    so float results never carry residue from evicted items.
+    otherwise Two-Stacks Lite, whose partials come only from items in the
+    window, so float results never carry residue from evicted items.
     """
     if spec is not None and spec.exact_inverse and (integer_input or spec.key == "count"):
         return "soe"
