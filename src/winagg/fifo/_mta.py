@@ -33,7 +33,6 @@ import numba as nb
 import numpy as np
 
 from ..layout import PYTHON
-from ._loops import loop_jit
 
 #: Offsets of the per-level fields in ``meta`` (levels 0..MAX_LEVELS-1).
 MAX_LEVELS = 64
@@ -54,7 +53,7 @@ def hot_path_jit(ops):
     # speed, lmta at ~3M rows/s). With scalar or tuple partials nothing allocates, so they
     # are compiled apart without the runtime: a plain call per row costs far less.
     # Vector partials allocate in combine and stay inlined; Python mode is unchanged.
-    out_of_line = loop_jit(ops)
+    out_of_line = ops.jit_loop
     return ops.jit if out_of_line is ops.jit_call else out_of_line
 
 

@@ -21,7 +21,6 @@ State: bufs ``(vals, meta)`` (the stack is in ``vals`` at ``meta[STACK]``);
 st ``(mask, first, end, h, sp, R0, R1)`` with ``h`` levels and ``sp`` stack entries.
 """
 
-from ._loops import loop_jit
 from ._mta import BASE, HI, LO, MASK, STACK, build_tree, capacity_of, hot_path_jit, ring_size_for
 from .lmta import MTAFuncs
 
@@ -76,7 +75,7 @@ def build(ops, virtual: bool = False):
         sp, r0 = left_result(vals, meta, h)
         return (mask, first, end, h, sp, r0, right_result(vals, meta, h))
 
-    rebuild = loop_jit(ops)(rebuild)  # out of line in every compiled case
+    rebuild = ops.jit_loop(rebuild)  # out of line in every compiled case
 
     def insert(bufs, st, value):
         vals, meta = bufs

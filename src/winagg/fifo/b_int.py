@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..ops import power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(1) amortized / O(log n) worst; evict O(1); query O(log n)",
@@ -116,7 +115,7 @@ def build(ops):
             level += 1
         return new_buf, (new_mask, first, end)
 
-    # The entry points that loop run as calls of their own without reference counting (see _loops).
-    looping = loop_jit(ops)
+    # The entry points that loop run as calls of their own without reference counting (ops.jit_loop).
+    looping = ops.jit_loop
     return BIntFuncs(jit(init), looping(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
                      looping(range_query))

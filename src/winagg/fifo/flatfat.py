@@ -31,7 +31,6 @@ import numpy as np
 from ..aggregator import FifoAggregator
 from ..errors import EmptyWindowError
 from ..ops import power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(log n) per insert/evict/query; O(m + m log(n/m)) per batch of m changes",
@@ -284,8 +283,8 @@ def build(ops):
         rebuild(buf, cap)
         return (mask, first, to)
 
-    # The entry points that loop run as calls of their own without reference counting (see _loops).
-    looping = loop_jit(ops)
+    # The entry points that loop run as calls of their own without reference counting (ops.jit_loop).
+    looping = ops.jit_loop
     return FlatFatFuncs(jit(init), looping(insert), looping(evict), looping(query), jit(grow), looping(bulk_evict),
                         looping(range_query), looping(bulk_insert), looping(write), ops.jit_call(write_many),
                         jit(shrink), ops.jit_call(compact))

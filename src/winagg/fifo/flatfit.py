@@ -28,7 +28,6 @@ import numpy as np
 
 from ..aggregator import FifoAggregator
 from ..ops import power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(1) amortized (<= 3 combines per slide), O(n) worst case; n - 1 combines for all ranges 1..n",
@@ -130,8 +129,8 @@ def build(ops):
             grown[2][new] = pointers[old]
         return grown, (new_mask, first, end)
 
-    # The queries loop: they run as calls of their own without reference counting (see _loops).
-    looping = loop_jit(ops)
+    # The queries loop: they run as calls of their own without reference counting (ops.jit_loop).
+    looping = ops.jit_loop
     return FlatFitFuncs(jit(init), jit(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
                         looping(range_query))
 

@@ -1,7 +1,6 @@
 """Recalc: keep the items, fold the whole window on every query (the baseline every paper beats)."""
 
 from ..ops import Funcs, build_regrow, power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False, time="query O(n), insert/evict O(1)", space="n",
             paper="000 (baseline)")
@@ -37,4 +36,4 @@ def build(ops):
         return regrow(buf, mask, first, end), (2 * mask + 1, first, end)
 
     # query loops over the window: a call of its own (see two_stacks_lite)
-    return Funcs(jit(init), jit(insert), jit(evict), loop_jit(ops)(query), jit(grow))
+    return Funcs(jit(init), jit(insert), jit(evict), ops.jit_loop(query), jit(grow))

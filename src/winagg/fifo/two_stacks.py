@@ -3,7 +3,6 @@ prefix aggregates on one ring buffer; an eviction from an empty front stack flip
 stack over in one O(n) pass. Amortized O(1), worst case O(n)."""
 
 from ..ops import Funcs, build_regrow, power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="2n",
             paper="003")
@@ -53,4 +52,4 @@ def build(ops):
         return new_bufs, (2 * mask + 1, front, end, back)
 
     # evict holds the flip loop: see two_stacks_lite for why it is a call of its own.
-    return Funcs(jit(init), jit(insert), loop_jit(ops)(evict), jit(query), jit(grow))
+    return Funcs(jit(init), jit(insert), ops.jit_loop(evict), jit(query), jit(grow))

@@ -3,7 +3,6 @@ holds suffix aggregates, the back part raw items plus one running aggregate ``ag
 Amortized O(1), worst case O(n)."""
 
 from ..ops import Funcs, build_regrow, power_of_two_at_least
-from ._loops import loop_jit
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="n + 1",
             paper="003")
@@ -55,4 +54,4 @@ def build(ops):
     # evict holds the flip loop: inlined into a kernel, the loop stops numba from pruning the
     # buffer's reference counting, which then costs two atomic operations on every evict.
     # As a call of its own without reference counting it costs a plain call.
-    return Funcs(jit(init), jit(insert), loop_jit(ops)(evict), jit(query), jit(grow))
+    return Funcs(jit(init), jit(insert), ops.jit_loop(evict), jit(query), jit(grow))

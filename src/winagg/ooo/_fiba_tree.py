@@ -27,7 +27,6 @@ from typing import Any, Callable, NamedTuple
 import numba as nb
 import numpy as np
 
-from .. import jitcache
 from ..layout import PYTHON
 from ..ops import power_of_two_at_least
 
@@ -59,12 +58,6 @@ def _times_np(n):
 @nb.njit(cache=True)
 def _times_np_int(n):
     return np.zeros(n, np.int64)
-
-
-def _no_nrt(fn):
-    # Reference counting costs ~30 ns per buffer access in the tree's branchy loops; with scalar
-    # partials nothing here allocates, so the tree runs without the runtime (~1 ns).
-    return jitcache.njit(fn, _nrt=False)
 
 
 def _ints_py(n):
@@ -107,7 +100,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     else:
         probe = alloc(1)
         vector = isinstance(probe, np.ndarray) and probe.ndim == 2  # combine allocates: keep the runtime
-        jit, slow = (ops.jit, ops.jit_call) if vector else (_no_nrt, _no_nrt)
+        # Reference counting cost ~30 ns per buffer access in the tree's branchy loops; with
+        # scalar partials nothing here allocates, so the tree runs without the runtime.
+        jit, slow = (ops.jit, ops.jit_call) if vector else (ops.jit_loop, ops.jit_loop)
     if python:
         ialloc, talloc = _ints_py, _times_py
     else:
