@@ -66,6 +66,18 @@ class Funcs(NamedTuple):
     grow: Callable
 
 
+class RangeFuncs(NamedTuple):
+    """:class:`Funcs` plus the native ``bulk_evict`` and ``range_query`` (B-Int, FlatFIT)."""
+
+    init: Callable
+    insert: Callable
+    evict: Callable
+    query: Callable
+    grow: Callable
+    bulk_evict: Callable
+    range_query: Callable
+
+
 def size(st) -> int:
     """Number of items in a window state (``end - first``)."""
     return st[2] - st[1]
@@ -118,6 +130,23 @@ def power_of_two_at_least(n):
     while cap < n:
         cap *= 2
     return cap
+
+
+def build_alloc_empty(ops: Ops):
+    """``alloc_empty(slots) -> buf``: a buffer whose every slot holds the identity.
+
+    For trees whose nodes are read before they are first written: an unwritten
+    node then reads as an empty aggregate, never as garbage.
+    """
+    alloc, store, identity = ops.alloc, ops.store, ops.identity
+
+    def alloc_empty(slots):
+        buf = alloc(slots)
+        for slot in range(slots):
+            store(buf, slot, identity)
+        return buf
+
+    return ops.jit_call(alloc_empty)
 
 
 def build_regrow(ops: Ops):

@@ -19,9 +19,7 @@ interval's slot is its children's slot // 2).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from ..ops import power_of_two_at_least
+from ..ops import RangeFuncs, build_alloc_empty, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(1) amortized / O(log n) worst; evict O(1); query O(log n)",
@@ -29,27 +27,14 @@ INFO = dict(order="fifo", needs_inverse=False,
             native=("insert", "evict", "query", "bulk_evict", "range_query"))
 
 
-class BIntFuncs(NamedTuple):
-    """B-Int's operations: the five of :class:`winagg.ops.Funcs`, then ``bulk_evict`` and ``range_query``."""
-
-    init: object
-    insert: object
-    evict: object
-    query: object
-    grow: object
-    bulk_evict: object
-    range_query: object
-
-
 def build(ops):
     """B-Int specialised to ``ops`` (see the module docstring)."""
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
+    alloc_empty = build_alloc_empty(ops)
+
     def new_levels(cap):
-        buf = alloc(2 * cap)
-        for slot in range(2 * cap):  # intervals never computed read as empty, never as garbage
-            store(buf, slot, identity)
-        return buf
+        return alloc_empty(2 * cap)  # intervals never computed read as empty, never as garbage
 
     new_levels = ops.jit_call(new_levels)
 
@@ -117,5 +102,5 @@ def build(ops):
 
     # The entry points that loop run as calls of their own without reference counting (ops.jit_loop).
     looping = ops.jit_loop
-    return BIntFuncs(jit(init), looping(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
+    return RangeFuncs(jit(init), looping(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
                      looping(range_query))

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..aggregator import FifoAggregator
 from ..errors import EmptyWindowError
-from ..ops import power_of_two_at_least
+from ..ops import build_alloc_empty, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(log n) per insert/evict/query; O(m + m log(n/m)) per batch of m changes",
@@ -69,11 +69,10 @@ def build(ops):
     """FlatFAT specialised to ``ops`` (see the module docstring)."""
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
+    alloc_empty = build_alloc_empty(ops)
+
     def new_tree(cap):
-        buf = alloc(2 * cap)
-        for node in range(2 * cap):
-            store(buf, node, identity)
-        return buf
+        return alloc_empty(2 * cap)
 
     new_tree = ops.jit_call(new_tree)
 

@@ -22,12 +22,10 @@ largest first.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ..aggregator import FifoAggregator
-from ..ops import power_of_two_at_least
+from ..ops import RangeFuncs, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(1) amortized (<= 3 combines per slide), O(n) worst case; n - 1 combines for all ranges 1..n",
@@ -35,24 +33,12 @@ INFO = dict(order="fifo", needs_inverse=False,
             paper="002", native=("insert", "evict", "query", "bulk_evict", "range_query", "query_ranges"))
 
 
-class FlatFitFuncs(NamedTuple):
-    """FlatFIT's operations: the five of :class:`winagg.ops.Funcs`, then ``bulk_evict`` and ``range_query``.
+def build(ops):
+    """FlatFIT specialised to ``ops`` (see the module docstring).
 
     ``bufs`` is ``(partials, items, pointers, stack)``; pointers and the
     stack are int64 numpy arrays in both modes.
     """
-
-    init: object
-    insert: object
-    evict: object
-    query: object
-    grow: object
-    bulk_evict: object
-    range_query: object
-
-
-def build(ops):
-    """FlatFIT specialised to ``ops`` (see the module docstring)."""
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
     def new_bufs(cap):
@@ -131,7 +117,7 @@ def build(ops):
 
     # The queries loop: they run as calls of their own without reference counting (ops.jit_loop).
     looping = ops.jit_loop
-    return FlatFitFuncs(jit(init), jit(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
+    return RangeFuncs(jit(init), jit(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
                         looping(range_query))
 
 
