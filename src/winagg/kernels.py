@@ -126,3 +126,155 @@ def script_kernel(algorithm, spec):
 
     _kernels[key] = kernel
     return kernel
+
+
+# ---------------------------------------------------------------- resumable, per-key streams
+# The kernels below process a stream of rows sorted by (key, order) in pieces (Arrow
+# batches), carrying the window across calls in a state tuple, so that memory stays
+# bounded by the window whatever the key's row count. ``reset[i]`` is KEY_STARTS at the
+# first row of a key (the window is emptied and row numbers restart) and WINDOW_STARTS
+# where only the window is emptied (after a range frame's group of null order values). Missing rows (``valid[i]`` false) take a
+# place in a row window but never enter the aggregator, so the aggregator's size is the
+# number of non-missing values in the window (returned as ``counts``, which callers use
+# to give null for windows without values, as Spark does).
+
+#: Codes of the ``reset`` array of the stream kernels.
+NO_RESET, WINDOW_STARTS, KEY_STARTS = 0, 1, 2
+
+
+def _empty_all(evict_many):
+    def empty_all(bufs, st):
+        size = st[2] - st[1]
+        return evict_many(bufs, st, size) if size > 0 else st
+    return jitcache.njit(empty_all)
+
+
+def rows_stream_kernels(algorithm, spec):
+    """``(start, step)`` for row windows carried across calls.
+
+    ``start(window) -> state``; ``step(values, valid, reset, window, state) ->
+    (out, counts, state)``: row i's frame is the ``window`` rows of its key up to
+    and including it (Spark's ``rowsBetween(-(window - 1), 0)``).
+    """
+    key = ("rows_stream", algorithm.name, spec.key)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
+    empty_all = _empty_all(_evict_many(algorithm, spec))
+    lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
+
+    @jitcache.njit
+    def start(window):
+        bufs, st = init(window + 1)  # never grows: at most `window` values
+        # ring[k] tells whether a row of the frame entered the aggregator; head is the
+        # frame's oldest row, `rows` its length; `seen` numbers the key's rows (argmin/argmax).
+        return (bufs, st, np.zeros(window, np.bool_), 0, 0, 0)
+
+    @jitcache.njit
+    def step(values, valid, reset, window, state):
+        bufs, st, ring, head, rows, seen = state
+        n = values.shape[0]
+        out = np.empty(n, out_dtype)
+        counts = np.empty(n, np.int64)
+        for i in range(n):
+            if reset[i] != 0:
+                st = empty_all(bufs, st)
+                head, rows = 0, 0
+                if reset[i] == 2:
+                    seen = 0
+            if rows == window:
+                if ring[head]:
+                    st = evict(bufs, st)
+                head = head + 1 if head + 1 < window else 0
+                rows -= 1
+            slot = head + rows
+            ring[slot - window if slot >= window else slot] = valid[i]
+            rows += 1
+            if valid[i]:
+                st = insert(bufs, st, lift(values[i], seen))
+            seen += 1
+            counts[i] = st[2] - st[1]
+            out[i] = lower(query(bufs, st))
+        return out, counts, (bufs, st, ring, head, rows, seen)
+
+    _kernels[key] = (start, step)
+    return start, step
+
+
+def range_stream_kernels(algorithm, spec, time_dtype):
+    """``(start, step)`` for range windows ``[t - span, t]`` carried across calls.
+
+    ``start() -> state``; ``step(values, valid, reset, group_start, times, span,
+    state) -> (out, counts, state)``. Rows from one ``group_start`` to the next
+    share one order value (peers) and get one result: the aggregate of the key's
+    values with time in ``[t - span, t]``, peers after the row included (Spark's
+    ``rangeBetween(-span, 0)``). The caller passes whole peer groups only.
+    """
+    key = ("range_stream", algorithm.name, spec.key, np.dtype(time_dtype).name)
+    if key in _kernels:
+        return _kernels[key]
+    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
+    evict_many = _evict_many(algorithm, spec)
+    empty_all = _empty_all(evict_many)
+    lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
+    time_type = np.dtype(time_dtype).type
+
+    @jitcache.njit
+    def start():
+        bufs, st = init(16)
+        # times[head:tail] are the times of the aggregator's values, oldest first.
+        return (bufs, st, np.empty(16, time_type), 0, 0, 0)
+
+    @jitcache.njit
+    def make_room(times, head, tail):
+        live = tail - head
+        if live * 2 > times.shape[0]:  # more than half full: double
+            bigger = np.empty(times.shape[0] * 2, time_type)
+            bigger[:live] = times[head:tail]
+            return bigger, 0, live
+        times[:live] = times[head:tail]  # else slide the live part to the front
+        return times, 0, live
+
+    @jitcache.njit
+    def step(values, valid, reset, group_start, times, span, state):
+        bufs, st, held, head, tail, seen = state
+        n = values.shape[0]
+        out = np.empty(n, out_dtype)
+        counts = np.empty(n, np.int64)
+        i = 0
+        while i < n:
+            if reset[i] != 0:
+                st = empty_all(bufs, st)
+                head, tail = 0, 0
+                if reset[i] == 2:
+                    seen = 0
+            end = i + 1
+            while end < n and not group_start[end]:
+                end += 1
+            t = times[i]
+            for r in range(i, end):
+                if valid[r]:
+                    if st[2] - st[1] > st[0]:
+                        bufs, st = grow(bufs, st)
+                    st = insert(bufs, st, lift(values[r], seen))
+                    if tail == held.shape[0]:
+                        held, head, tail = make_room(held, head, tail)
+                    held[tail] = t
+                    tail += 1
+                seen += 1
+            horizon = t - span
+            expired = head
+            while expired < tail and held[expired] < horizon:
+                expired += 1
+            if expired > head:  # one bulk eviction per peer group
+                st = evict_many(bufs, st, expired - head)
+                head = expired
+            result = lower(query(bufs, st))
+            for r in range(i, end):
+                out[r] = result
+                counts[r] = st[2] - st[1]
+            i = end
+        return out, counts, (bufs, st, held, head, tail, seen)
+
+    _kernels[key] = (start, step)
+    return start, step

@@ -1,0 +1,181 @@
+"""``winagg.spark.sliding``: sliding-window aggregate columns on a Spark DataFrame."""
+
+from __future__ import annotations
+
+import datetime as dt
+import numbers
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+
+from .. import aggregations
+from ..errors import WinaggError
+from .partition import Frame, Output, PartitionWindows, result_type
+
+
+class SparkInputError(WinaggError, ValueError):
+    """A DataFrame, column or window that :func:`sliding` cannot work with."""
+
+
+def _names(columns: Union[str, Sequence[str], None]) -> list:
+    if columns is None:
+        return []
+    return [columns] if isinstance(columns, str) else list(columns)
+
+
+def _arrow_type(spark_type):
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(spark_type)
+
+
+def _spark_type(arrow_type):
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(arrow_type)
+
+
+def _check_columns(df, names, role):
+    missing = [n for n in names if n not in df.columns]
+    if missing:
+        raise SparkInputError(f"{role} column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
+
+
+def _span(value, order_type) -> Union[int, float]:
+    """The range in the order column's units: microseconds for timestamps, days for dates."""
+    arrow = _arrow_type(order_type)
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str, dt.timedelta)):
+        raise SparkInputError(f"range must be a number or a duration, got {value!r}")
+    if pa.types.is_timestamp(arrow) or pa.types.is_date(arrow):
+        import pandas as pd
+
+        if isinstance(value, numbers.Real):  # seconds, as when the column is cast to long
+            micros = round(float(value) * 1_000_000)
+        else:
+            try:
+                micros = pd.Timedelta(value).value // 1000
+            except ValueError as error:
+                raise SparkInputError(f"range {value!r} is not a duration ({error})") from None
+        if pa.types.is_timestamp(arrow):
+            span = micros
+        else:
+            days, rest = divmod(micros, 86_400_000_000)
+            if rest:
+                raise SparkInputError(f"range {value!r} is not a whole number of days, as a date column needs")
+            span = days
+    elif pa.types.is_integer(arrow):
+        if isinstance(value, str) or isinstance(value, dt.timedelta) or value != int(value):
+            raise SparkInputError(f"range on the integer column needs a whole number, got {value!r}")
+        span = int(value)
+    elif pa.types.is_floating(arrow) or pa.types.is_decimal(arrow):
+        if isinstance(value, (str, dt.timedelta)):
+            raise SparkInputError(f"a duration range ({value!r}) needs a timestamp or date order column")
+        span = float(value)
+    else:
+        raise SparkInputError(f"a range window needs a numeric, date or timestamp order column, got {order_type.simpleString()}")
+    if span < 0:
+        raise SparkInputError(f"range must not be negative, got {value!r}")
+    return span
+
+
+def _outputs(df, aggs: Mapping[str, Any]) -> list:
+    outputs = []
+    for name, spec in aggs.items():
+        if not isinstance(spec, tuple) or len(spec) not in (2, 3):
+            raise SparkInputError(f"aggs[{name!r}] must be (aggregation, column) or (aggregation, column, type), "
+                                  f"got {spec!r}")
+        if name in df.columns:
+            raise SparkInputError(f"output column {name!r} already exists in the DataFrame")
+        aggregation, column = spec[0], spec[1]
+        _check_columns(df, [column], "input")
+        monoid = aggregations.get(aggregation)
+        input_type = _arrow_type(df.schema[column].dataType)
+        if len(spec) == 3:
+            from pyspark.sql.types import DataType, _parse_datatype_string
+
+            declared = spec[2] if isinstance(spec[2], DataType) else _parse_datatype_string(spec[2])
+            arrow_type = _arrow_type(declared)
+        else:
+            arrow_type = result_type(monoid, input_type)
+            if arrow_type is None:
+                raise SparkInputError(f"cannot tell the type of {name!r} ({monoid!r} over "
+                                      f"{df.schema[column].dataType.simpleString()}); give it as a third element, "
+                                      f"e.g. ({aggregation!r}, {column!r}, 'double')")
+        outputs.append(Output(name, column, monoid, arrow_type))
+    return outputs
+
+
+def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Union[str, Sequence[str]],
+            rows: Optional[int] = None, range: Any = None, aggs: Mapping[str, tuple],
+            algorithm: Optional[str] = None, num_partitions: Optional[int] = None):
+    """``df`` with one sliding-window aggregate column per entry of ``aggs``.
+
+    Parameters
+    ----------
+    df:
+        A Spark DataFrame; its columns are kept.
+    partition_by:
+        Key column(s): each key has its own windows (None or [] for one).
+    order_by:
+        The order column(s). Rows are sorted by them within each key (ascending,
+        nulls first, as Spark sorts), so out-of-order input is fine.
+    rows:
+        A row frame: each row aggregates itself and the ``rows - 1`` rows before
+        it, like ``rowsBetween(-(rows - 1), 0)``. Among rows with equal order
+        values the order is Spark's sort order, which is arbitrary, as it is for
+        Spark's own window functions; name more ``order_by`` columns to fix it.
+    range:
+        A range frame: each row aggregates the rows of its key whose order value
+        lies in ``[t - range, t]``, like ``rangeBetween(-range, 0)``. Rows with
+        equal order values (peers) are all in each other's frames and get one
+        result; rows with a null order value form one group of their own. The
+        range is a number in the column's units, or for a timestamp (or date)
+        column a duration such as ``"1 hour"``, ``"1d"`` or a
+        ``datetime.timedelta``; a plain number on a timestamp column means
+        seconds. Needs exactly one ``order_by`` column.
+    aggs:
+        ``{new_column: (aggregation, input_column)}``, with the aggregation a
+        name (``"max"``, ``"stddev"``, ``"hll"``, ...), an aggregation object or
+        any :class:`winagg.Monoid`; an optional third element gives the result's
+        Spark type (a DDL string such as ``"double"`` or a DataType), needed
+        when it cannot be told from the monoid. Nulls are skipped and a window
+        without values gives null, as in Spark (count gives 0); NaN values are
+        skipped too, as pandas skips them; sample stddev/variance of one value
+        is null, as in Spark. Min, max, first and last keep the input's type;
+        sum of integers is a long, the others are doubles.
+    algorithm:
+        The in-order algorithm (default: ``winagg.rolling``'s choice).
+    num_partitions:
+        Partitions of the repartition by key (default:
+        ``spark.sql.shuffle.partitions``).
+
+    Built-in aggregations of numbers run in numba kernels, any other monoid in
+    plain Python; both carry their window from one Arrow batch to the next, so
+    a task holds one window and one batch, not a whole key.
+    """
+    keys = _names(partition_by)
+    order = _names(order_by)
+    if not order:
+        raise SparkInputError("order_by needs at least one column")
+    _check_columns(df, keys, "partition_by")
+    _check_columns(df, order, "order_by")
+    if (rows is None) == (range is None):
+        raise SparkInputError("give exactly one of rows= (a row frame) or range= (a range frame)")
+    if rows is not None:
+        if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or rows < 1:
+            raise SparkInputError(f"rows must be a whole number >= 1, got {rows!r}")
+        frame = Frame(rows=int(rows))
+    else:
+        if len(order) != 1:
+            raise SparkInputError(f"a range frame needs exactly one order_by column, got {order}")
+        frame = Frame(span=_span(range, df.schema[order[0]].dataType))
+    if not aggs:
+        raise SparkInputError("aggs is empty: name at least one output column")
+    outputs = _outputs(df, aggs)
+    from pyspark.sql.types import StructField, StructType
+
+    schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    windows = PartitionWindows(keys, order[0], frame, outputs, algorithm)
+    partitioned = df.repartition(num_partitions, *keys) if num_partitions else \
+        (df.repartition(*keys) if keys else df.repartition(1))
+    return partitioned.sortWithinPartitions(*keys, *order).mapInArrow(windows, schema)
