@@ -26,7 +26,7 @@ def _names(columns: Union[str, Sequence[str], None]) -> list:
 def _arrow_type(spark_type):
     from pyspark.sql.pandas.types import to_arrow_type
 
-    return to_arrow_type(spark_type)
+    return to_arrow_type(spark_type, timezone="UTC")
 
 
 def _spark_type(arrow_type):

@@ -1,0 +1,130 @@
+"""winagg.spark.sliding on real Spark (local mode), against Spark's own window functions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+
+import pytest
+from oracle import CONCAT
+
+from winagg.spark import SparkInputError, sliding
+
+NATIVE = {"sum": "sum", "min": "min", "max": "max", "mean": "avg", "count": "count", "stddev": "stddev"}
+
+
+@pytest.fixture(scope="module")
+def data(spark):
+    """Three keys and a null key, order values with ties and nulls, values with nulls, in random order."""
+    rng = random.Random(7)
+    rows = []
+    for i in range(3000):
+        key = rng.choice(["JFK", "LGA", "EWR", None])
+        time = None if rng.random() < 0.02 else rng.randrange(0, 600)
+        value = None if rng.random() < 0.1 else round(rng.uniform(-50, 300), 2)
+        rows.append((i, key, time, value))
+    rng.shuffle(rows)
+    return spark.createDataFrame(rows, "id long, origin string, t long, delay double")
+
+
+def _assert_same_columns(joined, pairs):
+    for row in joined:
+        for mine, theirs in pairs:
+            got, want = row[mine], row[theirs]
+            assert (got is None) == (want is None), (row, mine)
+            if want is not None:
+                assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-6), (row, mine, got, want)
+
+
+def _native(df, frame_spec, order):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    window = Window.partitionBy("origin").orderBy(*order)
+    window = window.rowsBetween(*frame_spec[1]) if frame_spec[0] == "rows" else window.rangeBetween(*frame_spec[1])
+    return df.select("id", *[getattr(F, fn)("delay").over(window).alias(f"native_{name}") for name, fn in NATIVE.items()])
+
+
+@pytest.mark.parametrize("rows", [1, 7, 100])
+def test_row_frames_equal_spark_window_functions(data, rows):
+    aggs = {name: (name, "delay") for name in NATIVE}
+    mine = sliding(data, partition_by="origin", order_by=["t", "id"], rows=rows, aggs=aggs)
+    assert mine.columns == data.columns + list(NATIVE)
+    native = _native(data, ("rows", (-(rows - 1), 0)), ["t", "id"])
+    joined = mine.join(native, "id").collect()
+    assert len(joined) == 3000
+    _assert_same_columns(joined, [(name, f"native_{name}") for name in NATIVE])
+
+
+@pytest.mark.parametrize("span", [0, 5, 60])
+def test_range_frames_equal_spark_window_functions_with_ties_and_null_times(data, span):
+    aggs = {name: (name, "delay") for name in NATIVE}
+    mine = sliding(data, partition_by="origin", order_by="t", range=span, aggs=aggs)
+    native = _native(data, ("range", (-span, 0)), ["t"])
+    joined = mine.join(native, "id").collect()
+    assert len(joined) == 3000
+    _assert_same_columns(joined, [(name, f"native_{name}") for name in NATIVE])
+
+
+def test_integer_inputs_keep_spark_types(spark):
+    df = spark.createDataFrame([("a", i, i * 3 % 7) for i in range(20)], "k string, t int, v int")
+    out = sliding(df, partition_by="k", order_by="t", rows=3, aggs={"s": ("sum", "v"), "m": ("max", "v")})
+    types = dict(out.dtypes)
+    assert types["s"] == "bigint" and types["m"] == "int"
+    got = [(r.s, r.m) for r in out.orderBy("t").collect()]
+    values = [i * 3 % 7 for i in range(20)]
+    assert got == [(sum(values[max(0, i - 2):i + 1]), max(values[max(0, i - 2):i + 1])) for i in range(20)]
+
+
+def test_timestamp_range_as_a_duration_equals_spark_sql_interval_frames(spark):
+    rng = random.Random(3)
+    start = dt.datetime(2013, 1, 1, 5, 0)
+    rows = [(i, rng.choice("AB"), start + dt.timedelta(minutes=rng.randrange(0, 600)), float(rng.randrange(-10, 90)))
+            for i in range(800)]
+    df = spark.createDataFrame(rows, "id long, carrier string, ts timestamp, delay double")
+    mine = sliding(df, partition_by="carrier", order_by="ts", range="1 hour",
+                   aggs={"max_1h": ("max", "delay"), "n_1h": ("count", "delay")})
+    df.createOrReplaceTempView("flights_t")
+    native = spark.sql("""SELECT id, max(delay) OVER w AS native_max, count(delay) OVER w AS native_n FROM flights_t
+                          WINDOW w AS (PARTITION BY carrier ORDER BY ts
+                                       RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)""")
+    joined = mine.join(native, "id").collect()
+    assert len(joined) == 800
+    _assert_same_columns(joined, [("max_1h", "native_max"), ("n_1h", "native_n")])
+    seconds = sliding(df, partition_by="carrier", order_by="ts", range=3600, aggs={"m": ("max", "delay")})
+    assert sorted(r.m for r in seconds.collect()) == sorted(r.max_1h for r in mine.collect())
+
+
+def test_any_monoid_runs_in_python_workers_in_order(spark):
+    rows = [(i, "ab"[i % 2], i // 2, i) for i in range(40)]
+    df = spark.createDataFrame(rows, "id long, k string, t long, v long")
+    out = sliding(df, partition_by="k", order_by="t", rows=3, aggs={"trail": (CONCAT, "v")})
+    got = {r.id: r.trail for r in out.collect()}
+    for i in range(40):
+        same_key = [j for j in range(0, i + 1) if j % 2 == i % 2][-3:]
+        assert got[i] == "".join(f"{j};" for j in same_key)
+
+
+def test_one_key_without_partition_columns(spark):
+    df = spark.createDataFrame([(i, float(i)) for i in range(50)], "t long, v double")
+    out = sliding(df, partition_by=None, order_by="t", range=4, aggs={"s": ("sum", "v")}).orderBy("t").collect()
+    assert [r.s for r in out] == [float(sum(range(max(0, t - 4), t + 1))) for t in range(50)]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(partition_by="nope", order_by="t", rows=3, aggs={"m": ("max", "v")}), "partition_by column 'nope'"),
+    (dict(partition_by="k", order_by="missing", rows=3, aggs={"m": ("max", "v")}), "order_by column 'missing'"),
+    (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("max", "w")}), "input column 'w'"),
+    (dict(partition_by="k", order_by="t", aggs={"m": ("max", "v")}), "exactly one of rows"),
+    (dict(partition_by="k", order_by="t", rows=0, aggs={"m": ("max", "v")}), "rows must be"),
+    (dict(partition_by="k", order_by="t", range="1 hour", aggs={"m": ("max", "v")}), "integer column"),
+    (dict(partition_by="k", order_by="k", range=3, aggs={"m": ("max", "v")}), "numeric, date or timestamp"),
+    (dict(partition_by="k", order_by="t", rows=3, aggs={"v": ("max", "v")}), "already exists"),
+    (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("median", "v")}), "unknown aggregation"),
+    (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("max", "k")}), "give it as a third element"),
+])
+def test_bad_arguments_are_named(spark, kwargs, message):
+    df = spark.createDataFrame([("a", 1, 1.0)], "k string, t long, v double")
+    with pytest.raises(Exception, match=message):
+        sliding(df, **kwargs)
