@@ -1,10 +1,19 @@
 """The FiBA tree (papers 004 and FiBA-2019) in flat arrays: one source for Python and numba.
 
-A node pool holds every node in parallel arrays (buffers), so the same code
-runs over Python lists (any monoid, any comparable times) and, compiled, over
-numpy arrays (float64 times). Node ``x`` owns key/value slots
-``x*W .. x*W+W-1`` (``W = 2*mu``: ``2*mu - 1`` entries plus one for a
-transient overflow) and child slots ``x*(W+1) ..``.
+A node pool keeps every node in three buffers, so the same code runs over
+Python lists (any monoid, any comparable times) and, compiled, over numpy
+arrays (float64 or int64 times):
+
+* ``keys``: node ``x``'s times in slots ``x*E .. x*E+W-1`` (``W = 2*mu``:
+  ``2*mu - 1`` entries plus one for a transient overflow; ``E = W + 1``);
+* ``parts``: its values in the same slots, and its aggregate in slot ``x*E + W``;
+* ``ints``: a header (root, fingers, pool counters, scratch), then one record
+  of ``S`` ints per node (entry count, parent, leaf flag, spine flags, the
+  count of entries its aggregate covers, child pointers), then the free list.
+
+Three buffers rather than one per field because every call that numba does
+not inline passes each array as seven machine words: with a dozen buffers
+the in-order round spent as long passing arguments as working.
 
 Aggregates are location-sensitive as in FiBA (``variant="finger"``): a node
 off the spines stores its *up* aggregate (its whole subtree), the root its
@@ -28,21 +37,42 @@ import numba as nb
 import numpy as np
 
 from ..layout import PYTHON
-from ..ops import power_of_two_at_least
 
 NIL = -1
 #: Nodes kept free beyond a batch: a split cascade makes at most one node per level plus a root.
 MARGIN = 72
-#: Scratch layout (ints): boundary triples of a bulk evict, then the range-query stack.
+#: Scratch layout: boundary triples of a bulk evict, then (at ``_RQ``) the range-query stack.
 _LEVELS = 64
 _RQ = 4 * _LEVELS
 
 # Buffer indices in the bufs tuple.
-KEYS, VALS, AGGS, KIDS, NK, PAR, LEAF, LSP, RSP, CNT, META, FREE, SCR = range(13)
-# Meta slots.
+KEYS, PARTS, INTS = range(3)
+# Header slots of ``ints``.
 ROOT, LF, RF, FRESH, NFREE, CAP = range(6)
+#: Where the scratch starts in ``ints``.
+SCR = 8
+#: Where the node records start in ``ints``.
+HEAD = SCR + _RQ + 4 * _LEVELS
+# Fields of a node record: node x's field F is ``ints[x * S + F]`` (the offsets include HEAD);
+# its i-th child is ``ints[x * S + KID + i]``.
+NK, PAR, LEAF, LSP, RSP, CNT, KID = (HEAD + k for k in range(7))
 # Aggregate kinds.
 UP, LEFT, RIGHT, INNER = 0, 1, 2, 3
+
+
+def slots_per_node(mu: int) -> int:
+    """``E``: key and partial slots per node (2*mu entry slots, then the aggregate's)."""
+    return 2 * mu + 1
+
+
+def ints_per_node(mu: int) -> int:
+    """``S``: ints per node record (six fields, then 2*mu + 1 child slots)."""
+    return 6 + 2 * mu + 1
+
+
+def free_list_start(ints, mu: int) -> int:
+    """Where the free list starts in ``ints`` (after the records of every node of the pool)."""
+    return HEAD + ints[CAP] * ints_per_node(mu)
 
 
 @nb.njit(cache=True)
@@ -93,89 +123,103 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     """
     combine, identity, load, store, alloc = ops.combine, ops.identity, ops.load, ops.store, ops.alloc
     python = ops.alloc is PYTHON.alloc
-    # ``nrt``: functions that allocate buffers. ``jit``/``slow``: the rest (hot / rare paths).
+    # ``nrt``: functions that allocate buffers. ``entry``: the operations the kernels call.
+    # ``jit``: the rest, out of line (LLVM still inlines the small ones); ``hot``: the few
+    # larger ones on the in-order paths, inlined by numba into their callers; ``slow``: rare paths.
     nrt = ops.jit_call
     if python:
-        jit = slow = ops.jit
+        jit = hot = slow = entry = ops.jit
     else:
         probe = alloc(1)
         vector = isinstance(probe, np.ndarray) and probe.ndim == 2  # combine allocates: keep the runtime
-        # Reference counting cost ~30 ns per buffer access in the tree's branchy loops; with
-        # scalar partials nothing here allocates, so the tree runs without the runtime.
-        jit, slow = (ops.jit, ops.jit_call) if vector else (ops.jit_loop, ops.jit_loop)
+        if vector:
+            jit = hot = entry = ops.jit
+            slow = ops.jit_call
+        else:
+            # Reference counting cost ~30 ns per buffer access in the tree's branchy loops; with
+            # scalar partials nothing here allocates, so the tree runs without the runtime.
+            jit = slow = entry = ops.jit_loop
+            hot = ops.jit
     if python:
         ialloc, talloc = _ints_py, _times_py
     else:
         ialloc, talloc = _ints_np, (_times_np_int if times == "int64" else _times_np)
     W = 2 * mu
-    KW = W + 1
+    E = slots_per_node(mu)
+    S = ints_per_node(mu)
     MAXK = 2 * mu - 1  # entries of a full node (arity 2*mu)
     MINK = mu - 1  # entries of a minimal non-root node (arity mu)
     FINGER = bool(finger)
 
     # ------------------------------------------------------------ pool
     def new_bufs(cap):
-        return (talloc(cap * W), alloc(cap * W), alloc(cap), ialloc(cap * KW), ialloc(cap), ialloc(cap),
-                ialloc(cap), ialloc(cap), ialloc(cap), ialloc(cap), ialloc(8), ialloc(cap), ialloc(_RQ + 4 * _LEVELS))
+        ints = ialloc(HEAD + cap * (S + 1))
+        ints[CAP] = cap
+        return talloc(cap * E), alloc(cap * E), ints
 
     new_bufs = nrt(new_bufs)
 
     def alloc_node(b, is_leaf):
-        meta, nk, kids, free = b[META], b[NK], b[KIDS], b[FREE]
-        nfree = meta[NFREE]
+        ints = b[INTS]
+        nfree = ints[NFREE]
         if nfree > 0:
-            x = free[nfree - 1]
+            fl = HEAD + ints[CAP] * S
+            x = ints[fl + nfree - 1]
             nfree -= 1
-            if b[LEAF][x] == 0:  # deferred freeing: the children go on the list now
-                for i in range(nk[x] + 1):
-                    free[nfree] = kids[x * KW + i]
+            if ints[x * S + LEAF] == 0:  # deferred freeing: the children go on the list now
+                for i in range(ints[x * S + NK] + 1):
+                    ints[fl + nfree] = ints[x * S + KID + i]
                     nfree += 1
-            meta[NFREE] = nfree
+            ints[NFREE] = nfree
         else:
-            x = meta[FRESH]
-            meta[FRESH] = x + 1
-        nk[x] = 0
-        b[PAR][x] = NIL
-        b[LEAF][x] = is_leaf
-        b[LSP][x] = 0
-        b[RSP][x] = 0
-        b[CNT][x] = 0
+            x = ints[FRESH]
+            ints[FRESH] = x + 1
+        r = x * S
+        ints[r + NK] = 0
+        ints[r + PAR] = NIL
+        ints[r + LEAF] = is_leaf
+        ints[r + LSP] = 0
+        ints[r + RSP] = 0
+        ints[r + CNT] = 0
         return x
 
     alloc_node = jit(alloc_node)
 
     def free_tree(b, x):
         # O(1): the subtree's nodes are reclaimed one by one as allocations pop them
-        meta = b[META]
-        b[FREE][meta[NFREE]] = x
-        meta[NFREE] += 1
+        ints = b[INTS]
+        ints[HEAD + ints[CAP] * S + ints[NFREE]] = x
+        ints[NFREE] += 1
 
     free_tree = jit(free_tree)
 
     def free_node(b, x):
         # a node whose children live on elsewhere: free it alone
-        b[LEAF][x] = 1
-        b[NK][x] = 0
+        ints = b[INTS]
+        ints[x * S + LEAF] = 1
+        ints[x * S + NK] = 0
         free_tree(b, x)
 
     free_node = jit(free_node)
 
     def detach_last(b, p):
         # drop p's last child pointer; p is garbage about to be freed with its subtree
-        if b[NK][p] == 0:
-            b[LEAF][p] = 1
+        ints = b[INTS]
+        if ints[p * S + NK] == 0:
+            ints[p * S + LEAF] = 1
         else:
-            b[NK][p] -= 1
+            ints[p * S + NK] -= 1
 
     detach_last = jit(detach_last)
 
     # ------------------------------------------------------------ aggregates
     def kind(b, x):
-        if x == b[META][ROOT]:
+        ints = b[INTS]
+        if x == ints[ROOT]:
             return INNER if FINGER else UP
         if not FINGER:
             return UP
-        left, right = b[LSP][x], b[RSP][x]
+        left, right = ints[x * S + LSP], ints[x * S + RSP]
         if left != 0:
             return INNER if right != 0 else LEFT
         return RIGHT if right != 0 else UP
@@ -183,36 +227,40 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     kind = jit(kind)
 
     def recompute(b, x):
-        vals, aggs, kids, cnt = b[VALS], b[AGGS], b[KIDS], b[CNT]
+        parts, ints = b[PARTS], b[INTS]
         k = kind(b, x)
-        n = b[NK][x]
-        p = b[PAR][x]
-        parent_term = p != NIL and p != b[META][ROOT]
+        r = x * S
+        n = ints[r + NK]
+        p = ints[r + PAR]
+        parent_term = p != NIL and p != ints[ROOT]
         acc = identity
         c = 0
         if k == RIGHT and parent_term:  # older than the whole node
-            acc = load(aggs, p)
-            c = cnt[p]
-        lo_child = 1 if (k == INNER or k == LEFT) else 0
-        hi_child = n - 1 if (k == INNER or k == RIGHT) else n
-        internal = b[LEAF][x] == 0
-        for i in range(n + 1):
-            if internal and lo_child <= i <= hi_child:
-                ch = kids[x * KW + i]
-                acc = combine(acc, load(aggs, ch))
-                c += cnt[ch]
-            if i < n:
-                acc = combine(acc, load(vals, x * W + i))
-                c += 1
+            acc = load(parts, p * E + W)
+            c = ints[p * S + CNT]
+        if ints[r + LEAF] != 0:
+            for i in range(n):
+                acc = combine(acc, load(parts, x * E + i))
+            c += n
+        else:
+            lo_child = 1 if (k == INNER or k == LEFT) else 0
+            hi_child = n - 1 if (k == INNER or k == RIGHT) else n
+            for i in range(n + 1):
+                if lo_child <= i <= hi_child:
+                    ch = ints[r + KID + i]
+                    acc = combine(acc, load(parts, ch * E + W))
+                    c += ints[ch * S + CNT]
+                if i < n:
+                    acc = combine(acc, load(parts, x * E + i))
+                    c += 1
         if k == LEFT and parent_term:  # younger than the whole node
-            acc = combine(acc, load(aggs, p))
-            c += cnt[p]
-        store(aggs, x, acc)
-        cnt[x] = c
+            acc = combine(acc, load(parts, p * E + W))
+            c += ints[p * S + CNT]
+        store(parts, x * E + W, acc)
+        ints[r + CNT] = c
 
-    # Calls that are not inlined pass (and reference-count) every buffer: the hot paths get
-    # inlined copies, the rare structural paths the out-of-line ones.
-    recompute_fast = jit(recompute)
+    # The in-order paths get inlined copies, the rare structural paths the out-of-line ones.
+    recompute_fast = hot(recompute)
     recompute = slow(recompute)
 
     def recompute_if_up(b, x):
@@ -222,160 +270,166 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     recompute_if_up = jit(recompute_if_up)
 
     def walk_down(b, x, right):
-        nk, kids, leaf = b[NK], b[KIDS], b[LEAF]
-        while leaf[x] == 0:
-            x = kids[x * KW + (nk[x] if right else 0)]
+        ints = b[INTS]
+        while ints[x * S + LEAF] == 0:
+            x = ints[x * S + KID + (ints[x * S + NK] if right else 0)]
             recompute_fast(b, x)
 
-    walk_down_fast = jit(walk_down)
+    walk_down_fast = hot(walk_down)
     walk_down = slow(walk_down)
 
     def repair(b, top, hit_left, hit_right):
         """Up-aggregates bottom-up from ``top`` to a spine node or the root, then spines top-down."""
-        root = b[META][ROOT]
+        ints = b[INTS]
+        root = ints[ROOT]
         x = top
         recompute_fast(b, x)
         while x != root and kind(b, x) == UP:
-            x = b[PAR][x]
+            x = ints[x * S + PAR]
             recompute_fast(b, x)
         if FINGER:
-            if (b[LSP][x] != 0 and x != root) or (hit_left != 0 and x == root):
+            if (ints[x * S + LSP] != 0 and x != root) or (hit_left != 0 and x == root):
                 walk_down_fast(b, x, False)
-            if (b[RSP][x] != 0 and x != root) or (hit_right != 0 and x == root):
+            if (ints[x * S + RSP] != 0 and x != root) or (hit_right != 0 and x == root):
                 walk_down_fast(b, x, True)
 
     repair = jit(repair)
 
     def size_of(b):
-        meta, cnt = b[META], b[CNT]
-        root = meta[ROOT]
-        if b[LEAF][root] != 0:
-            return b[NK][root]
+        ints = b[INTS]
+        root = ints[ROOT]
+        if ints[root * S + LEAF] != 0:
+            return ints[root * S + NK]
         if not FINGER:
-            return cnt[root]
-        return cnt[meta[LF]] + cnt[root] + cnt[meta[RF]]
+            return ints[root * S + CNT]
+        return ints[ints[LF] * S + CNT] + ints[root * S + CNT] + ints[ints[RF] * S + CNT]
 
     size_of = jit(size_of)
 
     def state(b):
-        meta = b[META]
-        size = size_of(b)
-        avail = meta[CAP] - meta[FRESH] + meta[NFREE]
-        return (size + avail - MARGIN, 0, size)
+        # Every non-root node holds at least MINK entries, so a tree of `size` entries has at most
+        # size / MINK + 1 nodes; a node is taken from the fresh part of the pool only when the
+        # free list is empty, i.e. when every node below it is in the tree.
+        return ((b[INTS][CAP] - MARGIN) * MINK, 0, size_of(b))
 
     state = jit(state)
 
     def query(b, st):
-        meta, aggs = b[META], b[AGGS]
-        root = meta[ROOT]
-        if not FINGER or b[LEAF][root] != 0:
-            return load(aggs, root)
-        return combine(combine(load(aggs, meta[LF]), load(aggs, root)), load(aggs, meta[RF]))
+        parts, ints = b[PARTS], b[INTS]
+        root = ints[ROOT]
+        if not FINGER or ints[root * S + LEAF] != 0:
+            return load(parts, root * E + W)
+        return combine(combine(load(parts, ints[LF] * E + W), load(parts, root * E + W)),
+                       load(parts, ints[RF] * E + W))
 
     # ------------------------------------------------------------ small helpers
     def child_index(b, p, x):
-        kids = b[KIDS]
+        ints = b[INTS]
         i = 0
-        while kids[p * KW + i] != x:
+        while ints[p * S + KID + i] != x:
             i += 1
         return i
 
     child_index = jit(child_index)
 
     def set_child(b, p, i, c):
-        b[KIDS][p * KW + i] = c
-        b[PAR][c] = p
+        ints = b[INTS]
+        ints[p * S + KID + i] = c
+        ints[c * S + PAR] = p
 
     set_child = jit(set_child)
 
     def copy_entry(b, dst, src):
         b[KEYS][dst] = b[KEYS][src]
-        store(b[VALS], dst, load(b[VALS], src))
+        store(b[PARTS], dst, load(b[PARTS], src))
 
     copy_entry = jit(copy_entry)
 
     def insert_entry(b, x, i, t, v, right_child):
         """Put (t, v) at index i of x, with ``right_child`` right of it when x is internal."""
-        keys, vals, kids = b[KEYS], b[VALS], b[KIDS]
-        n = b[NK][x]
+        ints = b[INTS]
+        n = ints[x * S + NK]
         for j in range(n, i, -1):
-            copy_entry(b, x * W + j, x * W + j - 1)
-        keys[x * W + i] = t
-        store(vals, x * W + i, v)
-        if b[LEAF][x] == 0:
+            copy_entry(b, x * E + j, x * E + j - 1)
+        b[KEYS][x * E + i] = t
+        store(b[PARTS], x * E + i, v)
+        if ints[x * S + LEAF] == 0:
             for j in range(n + 1, i + 1, -1):
-                kids[x * KW + j] = kids[x * KW + j - 1]
+                ints[x * S + KID + j] = ints[x * S + KID + j - 1]
             set_child(b, x, i + 1, right_child)
-        b[NK][x] = n + 1
+        ints[x * S + NK] = n + 1
 
     insert_entry = jit(insert_entry)
 
     def shift_left(b, x, k):
         """Drop the first k entries (and, if internal, the first k children) of x."""
-        kids = b[KIDS]
-        n = b[NK][x]
+        ints = b[INTS]
+        n = ints[x * S + NK]
         for j in range(n - k):
-            copy_entry(b, x * W + j, x * W + j + k)
-        if b[LEAF][x] == 0:
+            copy_entry(b, x * E + j, x * E + j + k)
+        if ints[x * S + LEAF] == 0:
             for j in range(n - k + 1):
-                kids[x * KW + j] = kids[x * KW + j + k]
-        b[NK][x] = n - k
+                ints[x * S + KID + j] = ints[x * S + KID + j + k]
+        ints[x * S + NK] = n - k
 
+    shift_left_fast = hot(shift_left)
     shift_left = jit(shift_left)
 
     def mark_left_chain(b, x):
         """Flag the first-child chain below x as left spine; its leaf is the left finger."""
-        while b[LEAF][x] == 0:
-            x = b[KIDS][x * KW]
-            b[LSP][x] = 1
-        b[META][LF] = x
+        ints = b[INTS]
+        while ints[x * S + LEAF] == 0:
+            x = ints[x * S + KID]
+            ints[x * S + LSP] = 1
+        ints[LF] = x
 
     mark_left_chain = jit(mark_left_chain)
 
     def new_root_above(b, x):
+        ints = b[INTS]
         r = alloc_node(b, 0)
         set_child(b, r, 0, x)
-        b[META][ROOT] = r
-        b[LSP][x] = 1
-        b[RSP][x] = 1
+        ints[ROOT] = r
+        ints[x * S + LSP] = 1
+        ints[x * S + RSP] = 1
         return r
 
     new_root_above = jit(new_root_above)
 
     def collapse_root(b):
         """Lower the height while the root is internal with a single child."""
-        meta = b[META]
-        root = meta[ROOT]
-        while b[LEAF][root] == 0 and b[NK][root] == 0:
-            child = b[KIDS][root * KW]
+        ints = b[INTS]
+        root = ints[ROOT]
+        while ints[root * S + LEAF] == 0 and ints[root * S + NK] == 0:
+            child = ints[root * S + KID]
             free_node(b, root)
             root = child
-            b[PAR][root] = NIL
-            b[LSP][root] = 0
-            b[RSP][root] = 0
-            meta[ROOT] = root
-        if b[LEAF][root] != 0:
-            meta[LF] = root
-            meta[RF] = root
+            ints[root * S + PAR] = NIL
+            ints[root * S + LSP] = 0
+            ints[root * S + RSP] = 0
+            ints[ROOT] = root
+        if ints[root * S + LEAF] != 0:
+            ints[LF] = root
+            ints[RF] = root
 
     collapse_root = slow(collapse_root)
 
     # ------------------------------------------------------------ single insert
     def find_start(b, t):
         """Finger search: the lowest spine node whose subtree's time range holds t (or the root)."""
-        keys, nk, par, meta = b[KEYS], b[NK], b[PAR], b[META]
-        root = meta[ROOT]
-        if not FINGER or b[LEAF][root] != 0:
+        keys, ints = b[KEYS], b[INTS]
+        root = ints[ROOT]
+        if not FINGER or ints[root * S + LEAF] != 0:
             return root
-        if t < keys[root * W]:
-            x = meta[LF]
-            while x != root and keys[x * W + nk[x] - 1] < t:
-                x = par[x]
+        if t < keys[root * E]:
+            x = ints[LF]
+            while x != root and keys[x * E + ints[x * S + NK] - 1] < t:
+                x = ints[x * S + PAR]
             return x
-        if t > keys[root * W + nk[root] - 1]:
-            x = meta[RF]
-            while x != root and t < keys[x * W]:
-                x = par[x]
+        if t > keys[root * E + ints[root * S + NK] - 1]:
+            x = ints[RF]
+            while x != root and t < keys[x * E]:
+                x = ints[x * S + PAR]
             return x
         return root
 
@@ -383,67 +437,125 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     def split(b, x):
         """Split an over-full x (2*mu entries) in two; returns the new right node."""
-        keys = b[KEYS]
-        if x == b[META][ROOT]:
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        if x == ints[ROOT]:
             new_root_above(b, x)
-        p = b[PAR][x]
-        y = alloc_node(b, b[LEAF][x])
-        n = b[NK][x]
+        p = ints[x * S + PAR]
+        y = alloc_node(b, ints[x * S + LEAF])
+        n = ints[x * S + NK]
         for j in range(mu + 1, n):
-            copy_entry(b, y * W + j - mu - 1, x * W + j)
-        if b[LEAF][x] == 0:
+            copy_entry(b, y * E + j - mu - 1, x * E + j)
+        if ints[x * S + LEAF] == 0:
             for j in range(mu + 1, n + 1):
-                set_child(b, y, j - mu - 1, b[KIDS][x * KW + j])
-        b[NK][y] = n - mu - 1
-        b[NK][x] = mu
-        b[RSP][y] = b[RSP][x]
-        b[RSP][x] = 0
-        if b[RSP][y] != 0 and b[LEAF][y] != 0:
-            b[META][RF] = y
-        insert_entry(b, p, child_index(b, p, x), keys[x * W + mu], load(b[VALS], x * W + mu), y)
+                set_child(b, y, j - mu - 1, ints[x * S + KID + j])
+        ints[y * S + NK] = n - mu - 1
+        ints[x * S + NK] = mu
+        ints[y * S + RSP] = ints[x * S + RSP]
+        ints[x * S + RSP] = 0
+        if ints[y * S + RSP] != 0 and ints[y * S + LEAF] != 0:
+            ints[RF] = y
+        insert_entry(b, p, child_index(b, p, x), keys[x * E + mu], load(parts, x * E + mu), y)
         recompute_if_up(b, x)
         recompute_if_up(b, y)
         return y
 
     split = slow(split)
 
+    def split_right_finger(b, x):
+        """Split the over-full right finger x after an append; repair only what changed.
+
+        When the parent p (a right-spine node or the root) has room, p's aggregate ends where
+        x's subtree began: x's first half and the separator now follow it, so p's aggregate is
+        extended by two combines (in the order a recomputation would fold them), and only the
+        new right finger is recomputed. Otherwise the general cascade runs.
+        """
+        parts, ints = b[PARTS], b[INTS]
+        p = ints[x * S + PAR]
+        simple = False
+        if p != NIL and 1 <= ints[p * S + NK] < MAXK:
+            k = kind(b, p)
+            simple = k == RIGHT or k == INNER
+        y = split(b, x)
+        if simple:
+            sep = ints[p * S + NK] - 1  # the separator went to the end of p
+            acc = combine(load(parts, p * E + W), load(parts, x * E + W))
+            store(parts, p * E + W, combine(acc, load(parts, p * E + sep)))
+            ints[p * S + CNT] += ints[x * S + CNT] + 1
+            recompute_fast(b, y)
+            return
+        hit_left = ints[x * S + LSP]
+        hit_right = ints[y * S + RSP]
+        x = ints[x * S + PAR]
+        while ints[x * S + NK] > MAXK:
+            y = split(b, x)
+            hit_left |= ints[x * S + LSP]
+            hit_right |= ints[y * S + RSP]
+            x = ints[x * S + PAR]
+        repair(b, x, hit_left, hit_right)
+
+    split_right_finger = slow(split_right_finger)
+
+    def append(b, x, t, v):
+        """Append (t, v) to the right finger x, t younger than every entry (the in-order insert)."""
+        parts, ints = b[PARTS], b[INTS]
+        n = ints[x * S + NK]
+        b[KEYS][x * E + n] = t
+        store(parts, x * E + n, v)
+        ints[x * S + NK] = n + 1
+        k = kind(b, x)
+        if n + 1 > MAXK:
+            split_right_finger(b, x)
+        elif k == RIGHT or k == INNER:
+            # the aggregate ends with the finger's youngest value: extend it, O(1)
+            store(parts, x * E + W, combine(load(parts, x * E + W), v))
+            ints[x * S + CNT] += 1
+        else:
+            repair(b, x, 0, 1)
+
+    append = hot(append)
+
     def insert_at(b, st, t, v):
-        keys, vals, nk, leaf = b[KEYS], b[VALS], b[NK], b[LEAF]
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        rf = ints[RF]
+        last = ints[rf * S + NK] - 1
+        if FINGER and (last < 0 or keys[rf * E + last] < t):  # younger than every entry
+            append(b, rf, t, v)
+            return state(b)
         x = find_start(b, t)
         while True:
-            n = nk[x]
+            n = ints[x * S + NK]
             i = 0
-            while i < n and keys[x * W + i] < t:
+            while i < n and keys[x * E + i] < t:
                 i += 1
-            if i < n and keys[x * W + i] == t:  # an existing time: old (+) new, in place
-                store(vals, x * W + i, combine(load(vals, x * W + i), v))
+            if i < n and keys[x * E + i] == t:  # an existing time: old (+) new, in place
+                store(parts, x * E + i, combine(load(parts, x * E + i), v))
                 repair(b, x, 0, 0)
                 return state(b)
-            if leaf[x] != 0:
+            if ints[x * S + LEAF] != 0:
                 break
-            x = b[KIDS][x * KW + i]
+            x = ints[x * S + KID + i]
         insert_entry(b, x, i, t, v, NIL)
         hit_left = 0
         hit_right = 0
-        while nk[x] > MAXK:
+        while ints[x * S + NK] > MAXK:
             y = split(b, x)
-            hit_left |= b[LSP][x]
-            hit_right |= b[RSP][y]
-            x = b[PAR][x]
+            hit_left |= ints[x * S + LSP]
+            hit_right |= ints[y * S + RSP]
+            x = ints[x * S + PAR]
         repair(b, x, hit_left, hit_right)
         return state(b)
 
     insert_at = jit(insert_at)
 
     def youngest(b):
-        meta = b[META]
-        rf = meta[RF]
-        return b[KEYS][rf * W + b[NK][rf] - 1]
+        ints = b[INTS]
+        rf = ints[RF]
+        return b[KEYS][rf * E + ints[rf * S + NK] - 1]
 
     youngest = jit(youngest)
 
     def oldest(b):
-        return b[KEYS][b[META][LF] * W]
+        return b[KEYS][b[INTS][LF] * E]
 
     oldest = jit(oldest)
 
@@ -454,60 +566,63 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     # ------------------------------------------------------------ single evict
     def rebalance_after_evict(b, x):
         """Fix underflows upward by one-entry moves or merges; returns (top, hit_left, hit_right)."""
-        keys, vals, kids, nk, par, lsp, rsp, leaf, meta = (b[KEYS], b[VALS], b[KIDS], b[NK], b[PAR], b[LSP],
-                                                           b[RSP], b[LEAF], b[META])
-        hit_left = lsp[x]
-        hit_right = rsp[x]
-        while x != meta[ROOT] and nk[x] < MINK:
-            p = par[x]
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        hit_left = ints[x * S + LSP]
+        hit_right = ints[x * S + RSP]
+        while x != ints[ROOT] and ints[x * S + NK] < MINK:
+            p = ints[x * S + PAR]
             i = child_index(b, p, x)
-            if i < nk[p]:
-                left, right, sep, sib = x, kids[p * KW + i + 1], i, kids[p * KW + i + 1]
+            np_ = ints[p * S + NK]
+            if i < np_:
+                left, right, sep, sib = x, ints[p * S + KID + i + 1], i, ints[p * S + KID + i + 1]
             else:
-                left, right, sep, sib = kids[p * KW + i - 1], x, i - 1, kids[p * KW + i - 1]
-            hit_left |= lsp[sib]
-            hit_right |= rsp[sib]
-            if nk[sib] <= MINK:  # merge right into left through the separator
-                nl = nk[left]
-                copy_entry(b, left * W + nl, p * W + sep)
-                for j in range(nk[right]):
-                    copy_entry(b, left * W + nl + 1 + j, right * W + j)
-                if leaf[left] == 0:
-                    for j in range(nk[right] + 1):
-                        set_child(b, left, nl + 1 + j, kids[right * KW + j])
-                nk[left] = nl + 1 + nk[right]
-                if rsp[right] != 0:
-                    rsp[left] = 1
-                    if leaf[left] != 0:
-                        meta[RF] = left
-                for j in range(sep + 1, nk[p]):  # drop separator and right from p
-                    copy_entry(b, p * W + j - 1, p * W + j)
-                for j in range(sep + 2, nk[p] + 1):
-                    kids[p * KW + j - 1] = kids[p * KW + j]
-                nk[p] -= 1
+                left, right, sep, sib = ints[p * S + KID + i - 1], x, i - 1, ints[p * S + KID + i - 1]
+            hit_left |= ints[sib * S + LSP]
+            hit_right |= ints[sib * S + RSP]
+            if ints[sib * S + NK] <= MINK:  # merge right into left through the separator
+                nl = ints[left * S + NK]
+                nr = ints[right * S + NK]
+                copy_entry(b, left * E + nl, p * E + sep)
+                for j in range(nr):
+                    copy_entry(b, left * E + nl + 1 + j, right * E + j)
+                if ints[left * S + LEAF] == 0:
+                    for j in range(nr + 1):
+                        set_child(b, left, nl + 1 + j, ints[right * S + KID + j])
+                ints[left * S + NK] = nl + 1 + nr
+                if ints[right * S + RSP] != 0:
+                    ints[left * S + RSP] = 1
+                    if ints[left * S + LEAF] != 0:
+                        ints[RF] = left
+                for j in range(sep + 1, np_):  # drop separator and right from p
+                    copy_entry(b, p * E + j - 1, p * E + j)
+                for j in range(sep + 2, np_ + 1):
+                    ints[p * S + KID + j - 1] = ints[p * S + KID + j]
+                ints[p * S + NK] = np_ - 1
                 free_node(b, right)
-                if p == meta[ROOT] and nk[p] == 0:
+                if p == ints[ROOT] and np_ == 1:
                     collapse_root(b)
-                    return meta[ROOT], 1, 1
+                    return ints[ROOT], 1, 1
                 recompute_if_up(b, left)
             elif sib == right:  # borrow right's first entry through the separator
-                insert_entry(b, x, nk[x], keys[p * W + sep], load(vals, p * W + sep), kids[right * KW])
-                copy_entry(b, p * W + sep, right * W)
+                insert_entry(b, x, ints[x * S + NK], keys[p * E + sep], load(parts, p * E + sep),
+                             ints[right * S + KID])
+                copy_entry(b, p * E + sep, right * E)
                 shift_left(b, right, 1)
                 recompute_if_up(b, x)
                 recompute_if_up(b, right)
             else:  # borrow left's last entry through the separator
-                nl = nk[left]
-                for j in range(nk[x], 0, -1):
-                    copy_entry(b, x * W + j, x * W + j - 1)
-                copy_entry(b, x * W, p * W + sep)
-                if leaf[x] == 0:
-                    for j in range(nk[x] + 1, 0, -1):
-                        kids[x * KW + j] = kids[x * KW + j - 1]
-                    set_child(b, x, 0, kids[left * KW + nl])
-                nk[x] += 1
-                copy_entry(b, p * W + sep, left * W + nl - 1)
-                nk[left] = nl - 1
+                nl = ints[left * S + NK]
+                nx = ints[x * S + NK]
+                for j in range(nx, 0, -1):
+                    copy_entry(b, x * E + j, x * E + j - 1)
+                copy_entry(b, x * E, p * E + sep)
+                if ints[x * S + LEAF] == 0:
+                    for j in range(nx + 1, 0, -1):
+                        ints[x * S + KID + j] = ints[x * S + KID + j - 1]
+                    set_child(b, x, 0, ints[left * S + KID + nl])
+                ints[x * S + NK] = nx + 1
+                copy_entry(b, p * E + sep, left * E + nl - 1)
+                ints[left * S + NK] = nl - 1
                 recompute_if_up(b, x)
                 recompute_if_up(b, left)
             x = p
@@ -515,29 +630,37 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     rebalance_after_evict = slow(rebalance_after_evict)
 
+    def evict_rebalancing(b, x):
+        top, hit_left, hit_right = rebalance_after_evict(b, x)
+        repair(b, top, hit_left, hit_right)
+
+    evict_rebalancing = slow(evict_rebalancing)
+
     def evict(b, st):
-        x = b[META][LF]
-        shift_left(b, x, 1)
-        if x != b[META][ROOT] and b[NK][x] < MINK:
-            top, hit_left, hit_right = rebalance_after_evict(b, x)
-            repair(b, top, hit_left, hit_right)
+        ints = b[INTS]
+        x = ints[LF]
+        shift_left_fast(b, x, 1)
+        if x != ints[ROOT] and ints[x * S + NK] < MINK:
+            evict_rebalancing(b, x)
+        elif kind(b, x) != UP:  # nothing above the left finger (or the root leaf) includes it
+            recompute_fast(b, x)
         else:
-            repair(b, x, b[LSP][x], 0)
+            repair(b, x, ints[x * S + LSP], 0)
         return state(b)
 
     evict = jit(evict)
 
     # ------------------------------------------------------------ bulk evict (paper 004, section 4)
     def local_evict(b, x, t):
-        keys = b[KEYS]
-        n = b[NK][x]
+        keys, ints = b[KEYS], b[INTS]
+        n = ints[x * S + NK]
         i = 0
-        while i < n and keys[x * W + i] <= t:
+        while i < n and keys[x * E + i] <= t:
             i += 1
         if i > 0:
-            if b[LEAF][x] == 0:
+            if ints[x * S + LEAF] == 0:
                 for c in range(i):
-                    free_tree(b, b[KIDS][x * KW + c])
+                    free_tree(b, ints[x * S + KID + c])
             shift_left(b, x, i)
 
     local_evict = jit(local_evict)
@@ -545,9 +668,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     def separator(b, anc, nb_):
         # the entry of anc between node's subtree and its right neighbour's
         keys = b[KEYS]
-        first = keys[nb_ * W]
-        a = b[NK][anc] - 1
-        while keys[anc * W + a] >= first:
+        first = keys[nb_ * E]
+        a = b[INTS][anc * S + NK] - 1
+        while keys[anc * E + a] >= first:
             a -= 1
         return a
 
@@ -555,122 +678,123 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     def move_batch(b, x, nb_, anc, k):
         """x takes the separator and nb_'s first k-1 entries (k children); nb_'s k-th entry goes up."""
+        ints = b[INTS]
         a = separator(b, anc, nb_)
-        nx = b[NK][x]
-        copy_entry(b, x * W + nx, anc * W + a)
+        nx = ints[x * S + NK]
+        copy_entry(b, x * E + nx, anc * E + a)
         for j in range(k - 1):
-            copy_entry(b, x * W + nx + 1 + j, nb_ * W + j)
-        if b[LEAF][x] == 0:
+            copy_entry(b, x * E + nx + 1 + j, nb_ * E + j)
+        if ints[x * S + LEAF] == 0:
             for j in range(k):
-                set_child(b, x, nx + 1 + j, b[KIDS][nb_ * KW + j])
-        b[NK][x] = nx + k
-        copy_entry(b, anc * W + a, nb_ * W + k - 1)
+                set_child(b, x, nx + 1 + j, ints[nb_ * S + KID + j])
+        ints[x * S + NK] = nx + k
+        copy_entry(b, anc * E + a, nb_ * E + k - 1)
         shift_left(b, nb_, k)
 
     move_batch = slow(move_batch)
 
     def merge_into_neighbor(b, x, nb_, anc):
         """nb_ absorbs x and the separator; anc drops everything left of nb_ (all of it evicted)."""
-        kids = b[KIDS]
+        ints = b[INTS]
         a = separator(b, anc, nb_)
-        nx = b[NK][x]
-        nn = b[NK][nb_]
+        nx = ints[x * S + NK]
+        nn = ints[nb_ * S + NK]
         s = nx + 1
         for j in range(nn - 1, -1, -1):
-            copy_entry(b, nb_ * W + j + s, nb_ * W + j)
-        if b[LEAF][nb_] == 0:
+            copy_entry(b, nb_ * E + j + s, nb_ * E + j)
+        if ints[nb_ * S + LEAF] == 0:
             for j in range(nn, -1, -1):
-                kids[nb_ * KW + j + s] = kids[nb_ * KW + j]
+                ints[nb_ * S + KID + j + s] = ints[nb_ * S + KID + j]
             for j in range(nx + 1):
-                set_child(b, nb_, j, kids[x * KW + j])
+                set_child(b, nb_, j, ints[x * S + KID + j])
         for j in range(nx):
-            copy_entry(b, nb_ * W + j, x * W + j)
-        copy_entry(b, nb_ * W + nx, anc * W + a)
-        b[NK][nb_] = nn + s
-        p = b[PAR][x]
+            copy_entry(b, nb_ * E + j, x * E + j)
+        copy_entry(b, nb_ * E + nx, anc * E + a)
+        ints[nb_ * S + NK] = nn + s
+        p = ints[x * S + PAR]
         if p != anc:
             detach_last(b, p)  # p and the chain above it up to anc are garbage
         free_node(b, x)
         for c in range(a + 1):
-            if kids[anc * KW + c] != x:
-                free_tree(b, kids[anc * KW + c])
+            if ints[anc * S + KID + c] != x:
+                free_tree(b, ints[anc * S + KID + c])
         shift_left(b, anc, a + 1)
 
     merge_into_neighbor = slow(merge_into_neighbor)
 
     def make_root(b, x, first):
         """The cut reached the right spine: x (or its only child) becomes the root."""
-        meta = b[META]
-        root = meta[ROOT]
-        new_root = b[KIDS][x * KW] if (b[LEAF][x] == 0 and b[NK][x] == 0) else x
+        ints = b[INTS]
+        root = ints[ROOT]
+        new_root = ints[x * S + KID] if (ints[x * S + LEAF] == 0 and ints[x * S + NK] == 0) else x
         if x != root:
-            detach_last(b, b[PAR][x])
+            detach_last(b, ints[x * S + PAR])
             free_tree(b, root)
         if new_root != x:
             free_node(b, x)
-        meta[ROOT] = new_root
-        b[PAR][new_root] = NIL
-        b[LSP][new_root] = 0
-        b[RSP][new_root] = 0
+        ints[ROOT] = new_root
+        ints[new_root * S + PAR] = NIL
+        ints[new_root * S + LSP] = 0
+        ints[new_root * S + RSP] = 0
         if first:
             mark_left_chain(b, new_root)
-        if b[LEAF][new_root] != 0:
-            meta[LF] = new_root
-            meta[RF] = new_root
+        if ints[new_root * S + LEAF] != 0:
+            ints[LF] = new_root
+            ints[RF] = new_root
 
     make_root = slow(make_root)
 
     def search_boundary(b, t):
         """Step 1: one (node, neighbour, ancestor) triple per level, top first; returns the depth."""
-        keys, kids, nk, par, leaf, meta, scr = b[KEYS], b[KIDS], b[NK], b[PAR], b[LEAF], b[META], b[SCR]
-        root = meta[ROOT]
+        keys, ints = b[KEYS], b[INTS]
+        root = ints[ROOT]
         x = root
-        if FINGER and leaf[root] == 0:
-            if t < keys[root * W]:
-                x = meta[LF]
-                while x != root and keys[x * W + nk[x] - 1] < t:
-                    x = par[x]
-            elif keys[root * W + nk[root] - 1] < t:
-                x = meta[RF]
-                while x != root and t < keys[x * W]:
-                    x = par[x]
+        if FINGER and ints[root * S + LEAF] == 0:
+            if t < keys[root * E]:
+                x = ints[LF]
+                while x != root and keys[x * E + ints[x * S + NK] - 1] < t:
+                    x = ints[x * S + PAR]
+            elif keys[root * E + ints[root * S + NK] - 1] < t:
+                x = ints[RF]
+                while x != root and t < keys[x * E]:
+                    x = ints[x * S + PAR]
         anc = NIL
         nb_ = NIL
         if x != root:
-            anc = par[x]
+            anc = ints[x * S + PAR]
             i = child_index(b, anc, x)
-            if i < nk[anc]:
-                nb_ = kids[anc * KW + i + 1]
+            if i < ints[anc * S + NK]:
+                nb_ = ints[anc * S + KID + i + 1]
         depth = 0
-        scr[0], scr[_LEVELS], scr[2 * _LEVELS] = x, nb_, anc
-        while leaf[x] == 0:
-            n = nk[x]
+        ints[SCR], ints[SCR + _LEVELS], ints[SCR + 2 * _LEVELS] = x, nb_, anc
+        while ints[x * S + LEAF] == 0:
+            n = ints[x * S + NK]
             i = 0
-            while i < n and keys[x * W + i] < t:
+            while i < n and keys[x * E + i] < t:
                 i += 1
-            if i < n and keys[x * W + i] == t:
+            if i < n and keys[x * E + i] == t:
                 break  # everything right of t below here is untouched
             if i == n:
                 if nb_ != NIL:
-                    nb_ = kids[nb_ * KW]
+                    nb_ = ints[nb_ * S + KID]
             else:
                 anc = x
-                nb_ = kids[x * KW + i + 1]
-            x = kids[x * KW + i]
+                nb_ = ints[x * S + KID + i + 1]
+            x = ints[x * S + KID + i]
             depth += 1
-            scr[depth], scr[_LEVELS + depth], scr[2 * _LEVELS + depth] = x, nb_, anc
+            ints[SCR + depth], ints[SCR + _LEVELS + depth], ints[SCR + 2 * _LEVELS + depth] = x, nb_, anc
         return depth
 
     search_boundary = slow(search_boundary)
 
     def bulk_evict_native(b, st, t):
-        meta, nk, lsp, rsp, scr, keys = b[META], b[NK], b[LSP], b[RSP], b[SCR], b[KEYS]
+        keys, ints = b[KEYS], b[INTS]
         if st[2] == 0:
             return st
-        lf = meta[LF]
-        if keys[lf * W] > t:  # nothing to evict
+        lf = ints[LF]
+        if keys[lf * E] > t:  # nothing to evict
             return st
-        if nk[lf] >= 2 and keys[lf * W + 1] > t:  # only the oldest: the single eviction
+        if ints[lf * S + NK] >= 2 and keys[lf * E + 1] > t:  # only the oldest: the single eviction
             return evict(b, st)
         depth = search_boundary(b, t)
         skip = NIL
@@ -679,7 +803,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         hit_right = 0
         made_root = False
         for lev in range(depth, -1, -1):
-            x, nb_, anc = scr[lev], scr[_LEVELS + lev], scr[2 * _LEVELS + lev]
+            x, nb_, anc = ints[SCR + lev], ints[SCR + _LEVELS + lev], ints[SCR + 2 * _LEVELS + lev]
             first = lev == depth
             if nb_ != NIL and not first:
                 recompute_if_up(b, nb_)  # one of its children changed a level down
@@ -690,12 +814,12 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                     make_root(b, x, first)
                     made_root = True
                     break
-                if nk[x] >= MINK:
+                if ints[x * S + NK] >= MINK:
                     top = x
                 else:
-                    deficit = MINK - nk[x]
-                    surplus = nk[nb_] - MINK
-                    hit_right |= rsp[nb_]
+                    deficit = MINK - ints[x * S + NK]
+                    surplus = ints[nb_ * S + NK] - MINK
+                    hit_right |= ints[nb_ * S + RSP]
                     if deficit <= surplus:
                         move_batch(b, x, nb_, anc, deficit)
                         recompute_if_up(b, nb_)
@@ -704,23 +828,23 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                         skip = anc
                     top = anc
             survivor = x if skip == NIL else nb_
-            lsp[survivor] = 1
+            ints[survivor * S + LSP] = 1
             if first:
                 mark_left_chain(b, survivor)
             recompute_if_up(b, survivor)  # classic only: finger survivors are left-spine nodes
         if made_root:
             collapse_root(b)
-            top = meta[ROOT]
+            top = ints[ROOT]
             hit_left = 1
             hit_right = 1
-        elif top == meta[ROOT]:
+        elif top == ints[ROOT]:
             collapse_root(b)
-            top = meta[ROOT]
+            top = ints[ROOT]
             hit_left = 1
             hit_right = 1
-        elif nk[top] >= MINK:
-            hit_left |= lsp[top]
-            hit_right |= rsp[top]
+        elif ints[top * S + NK] >= MINK:
+            hit_left |= ints[top * S + LSP]
+            hit_right |= ints[top * S + RSP]
         else:
             top, more_left, more_right = rebalance_after_evict(b, top)
             hit_left |= more_left
@@ -761,55 +885,56 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     def small_insert(b, x, tt, tv, tk, s, c):
         """Interleave c twigs into x from the back (x does not overflow)."""
-        keys, vals, kids = b[KEYS], b[VALS], b[KIDS]
-        internal = b[LEAF][x] == 0
-        i = b[NK][x] - 1
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        internal = ints[x * S + LEAF] == 0
+        i = ints[x * S + NK] - 1
         j = c - 1
-        w = b[NK][x] + c - 1
+        w = ints[x * S + NK] + c - 1
         while j >= 0:
-            if i >= 0 and keys[x * W + i] > tt[s + j]:
-                copy_entry(b, x * W + w, x * W + i)
+            if i >= 0 and keys[x * E + i] > tt[s + j]:
+                copy_entry(b, x * E + w, x * E + i)
                 if internal:
-                    kids[x * KW + w + 1] = kids[x * KW + i + 1]
+                    ints[x * S + KID + w + 1] = ints[x * S + KID + i + 1]
                 i -= 1
             else:
-                keys[x * W + w] = tt[s + j]
-                store(vals, x * W + w, load(tv, s + j))
+                keys[x * E + w] = tt[s + j]
+                store(parts, x * E + w, load(tv, s + j))
                 if internal:
                     set_child(b, x, w + 1, tk[s + j])
                 j -= 1
             w -= 1
-        b[NK][x] += c
+        ints[x * S + NK] += c
 
     small_insert = slow(small_insert)
 
     def fill(b, y, mt, mv, mc, start, count):
+        ints = b[INTS]
         for q in range(count):
-            b[KEYS][y * W + q] = mt[start + q]
-            store(b[VALS], y * W + q, load(mv, start + q))
-        if b[LEAF][y] == 0:
+            b[KEYS][y * E + q] = mt[start + q]
+            store(b[PARTS], y * E + q, load(mv, start + q))
+        if ints[y * S + LEAF] == 0:
             for q in range(count + 1):
                 set_child(b, y, q, mc[start + q])
-        b[NK][y] = count
+        ints[y * S + NK] = count
 
     fill = jit(fill)
 
     def bulk_split(b, x, tt, tv, tk, s, c, level, groups, ng, ntt, ntv, ntk, nt, mt, mv, mc):
         """Claim 1: pieces of mu entries while the rest is over-full; the entries between go up."""
-        keys, kids, meta = b[KEYS], b[KIDS], b[META]
-        internal = b[LEAF][x] == 0
-        n = b[NK][x]
+        keys, ints = b[KEYS], b[INTS]
+        internal = ints[x * S + LEAF] == 0
+        n = ints[x * S + NK]
         p = n + c
         if internal:
-            mc[0] = kids[x * KW]
+            mc[0] = ints[x * S + KID]
         i = 0
         j = 0
         for w in range(p):
-            if j >= c or (i < n and keys[x * W + i] < tt[s + j]):
-                mt[w] = keys[x * W + i]
-                store(mv, w, load(b[VALS], x * W + i))
+            if j >= c or (i < n and keys[x * E + i] < tt[s + j]):
+                mt[w] = keys[x * E + i]
+                store(mv, w, load(b[PARTS], x * E + i))
                 if internal:
-                    mc[w + 1] = kids[x * KW + i + 1]
+                    mc[w + 1] = ints[x * S + KID + i + 1]
                 i += 1
             else:
                 mt[w] = tt[s + j]
@@ -817,15 +942,15 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 if internal:
                     mc[w + 1] = tk[s + j]
                 j += 1
-        if x == meta[ROOT]:
+        if x == ints[ROOT]:
             new_root_above(b, x)
-        parent = b[PAR][x]
-        was_right = b[RSP][x]
-        b[RSP][x] = 0
+        parent = ints[x * S + PAR]
+        was_right = ints[x * S + RSP]
+        ints[x * S + RSP] = 0
         fill(b, x, mt, mv, mc, 0, mu)
         pos = mu
         while True:
-            y = alloc_node(b, b[LEAF][x])
+            y = alloc_node(b, ints[x * S + LEAF])
             ng = add_group(groups, ng, parent, level + 1, nt)
             nt = add_twig(groups, ng, ntt, ntv, ntk, nt, mt[pos], load(mv, pos), y)
             rest = p - pos - 1
@@ -836,9 +961,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             else:
                 fill(b, y, mt, mv, mc, pos + 1, rest)
                 break
-        b[RSP][y] = was_right
-        if was_right != 0 and b[LEAF][y] != 0:
-            meta[RF] = y
+        ints[y * S + RSP] = was_right
+        if was_right != 0 and ints[y * S + LEAF] != 0:
+            ints[RF] = y
         recompute_if_up(b, x)
         recompute_if_up(b, y)
         return y, ng, nt
@@ -846,9 +971,10 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     bulk_split = slow(bulk_split)
 
     def level_of(b, x):
+        ints = b[INTS]
         level = 0
-        while b[LEAF][x] == 0:
-            x = b[KIDS][x * KW]
+        while ints[x * S + LEAF] == 0:
+            x = ints[x * S + KID]
             level += 1
         return level
 
@@ -866,25 +992,25 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                                 talloc(2 * _LEVELS))
 
     def bulk_insert_work(b, st, bt, bv, m, tt0, tv0, tk0, g0, tt1, tv1, tk1, g1, mt, mv, mc, path, path_t):
-        keys, vals, kids, nk, par, leaf, meta = b[KEYS], b[VALS], b[KIDS], b[NK], b[PAR], b[LEAF], b[META]
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
         pn, plev, phl, phu = path[:_LEVELS], path[_LEVELS:2 * _LEVELS], path[2 * _LEVELS:3 * _LEVELS], path[3 * _LEVELS:]
         plb, pub = path_t[:_LEVELS], path_t[_LEVELS:]
         # Step 1: multi-search from the right finger (the root for classic), leaf-level groups in time order.
-        root = meta[ROOT]
+        root = ints[ROOT]
         t0 = bt[0]
         x = root
         level = level_of(b, root)
         if FINGER:
-            x = meta[RF]
+            x = ints[RF]
             level = 0
-            while x != root and t0 < keys[x * W]:
-                x = par[x]
+            while x != root and t0 < keys[x * E]:
+                x = ints[x * S + PAR]
                 level += 1
         sp = 0
         pn[0] = x
         plev[0] = level
-        phl[0] = 1 if (x != root and nk[x] > 0) else 0
-        plb[0] = keys[x * W] if phl[0] != 0 else t0
+        phl[0] = 1 if (x != root and ints[x * S + NK] > 0) else 0
+        plb[0] = keys[x * E] if phl[0] != 0 else t0
         phu[0] = 0
         pub[0] = t0
         ng = 0
@@ -901,32 +1027,32 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             x = pn[sp]
             level = plev[sp]
             while True:
-                n = nk[x]
+                n = ints[x * S + NK]
                 i = 0
-                while i < n and keys[x * W + i] < t:
+                while i < n and keys[x * E + i] < t:
                     i += 1
-                found = i < n and keys[x * W + i] == t
-                if found or leaf[x] != 0:
+                found = i < n and keys[x * E + i] == t
+                if found or ints[x * S + LEAF] != 0:
                     break
                 sp += 1
                 if i > 0:
                     phl[sp] = 1
-                    plb[sp] = keys[x * W + i - 1]
+                    plb[sp] = keys[x * E + i - 1]
                 else:
                     phl[sp] = phl[sp - 1]
                     plb[sp] = plb[sp - 1]
                 if i < n:
                     phu[sp] = 1
-                    pub[sp] = keys[x * W + i]
+                    pub[sp] = keys[x * E + i]
                 else:
                     phu[sp] = phu[sp - 1]
                     pub[sp] = pub[sp - 1]
-                x = kids[x * KW + i]
+                x = ints[x * S + KID + i]
                 level -= 1
                 pn[sp] = x
                 plev[sp] = level
             if found:
-                store(vals, x * W + i, combine(load(vals, x * W + i), v))
+                store(parts, x * E + i, combine(load(parts, x * E + i), v))
                 ng = add_group(g0, ng, x, level, nt)  # a recompute event riding from the leaf level
                 prev_new = False
             else:
@@ -952,7 +1078,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                     ng2 = add_group(nxt_g, ng2, x, glevel, nt2)
                     continue
                 last = x
-                if c > 0 and nk[x] + c > MAXK:
+                if c > 0 and ints[x * S + NK] + c > MAXK:
                     last, ng2, nt2 = bulk_split(b, x, cur_t, cur_v, cur_k, s, c, level, nxt_g, ng2,
                                                 nxt_t, nxt_v, nxt_k, nt2, mt, mv, mc)
                 else:
@@ -960,15 +1086,15 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                         small_insert(b, x, cur_t, cur_v, cur_k, s, c)
                     if kind(b, x) == UP:
                         recompute(b, x)
-                        if par[x] != NIL:
-                            ng2 = add_group(nxt_g, ng2, par[x], level + 1, nt2)
+                        if ints[x * S + PAR] != NIL:
+                            ng2 = add_group(nxt_g, ng2, ints[x * S + PAR], level + 1, nt2)
                 for z in (x, last):
-                    if z == meta[ROOT]:
+                    if z == ints[ROOT]:
                         root_touched = True
                     else:
-                        if b[LSP][z] != 0:
+                        if ints[z * S + LSP] != 0:
                             top_left = z
-                        if b[RSP][z] != 0:
+                        if ints[z * S + RSP] != 0:
                             top_right = z
             ng = ng2
             cur_t, cur_v, cur_k, cur_g, nxt_t, nxt_v, nxt_k, nxt_g = (nxt_t, nxt_v, nxt_k, nxt_g,
@@ -977,7 +1103,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         # Step 3: pass down the touched spines.
         if FINGER:
             if root_touched:
-                recompute(b, meta[ROOT])
+                recompute(b, ints[ROOT])
             if top_left != NIL:
                 recompute(b, top_left)
                 walk_down(b, top_left, False)
@@ -999,94 +1125,87 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     # ------------------------------------------------------------ range query
     def range_query(b, st, lo, hi, lo_open):
         """Fold of the entries with lo <= time <= hi (lo < time when ``lo_open``), in time order."""
-        keys, vals, aggs, kids, nk, leaf, scr = b[KEYS], b[VALS], b[AGGS], b[KIDS], b[NK], b[LEAF], b[SCR]
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
         acc = identity
         if st[2] == 0 or hi < lo:
             return acc
+        stack, pos_of, flags_of = SCR + _RQ, SCR + _RQ + _LEVELS, SCR + _RQ + 2 * _LEVELS
         sp = 0
-        scr[_RQ] = b[META][ROOT]
-        scr[_RQ + _LEVELS] = 0
-        scr[_RQ + 2 * _LEVELS] = 0  # bit 0: subtree all >(=) lo; bit 1: subtree all <= hi
+        ints[stack] = ints[ROOT]
+        ints[pos_of] = 0
+        ints[flags_of] = 0  # bit 0: subtree all >(=) lo; bit 1: subtree all <= hi
         while sp >= 0:
-            x = scr[_RQ + sp]
-            pos = scr[_RQ + _LEVELS + sp]
-            flags = scr[_RQ + 2 * _LEVELS + sp]
-            n = nk[x]
+            x = ints[stack + sp]
+            pos = ints[pos_of + sp]
+            flags = ints[flags_of + sp]
+            n = ints[x * S + NK]
             if pos > 2 * n:
                 sp -= 1
                 continue
-            scr[_RQ + _LEVELS + sp] = pos + 1
+            ints[pos_of + sp] = pos + 1
             if pos % 2 == 1:
                 i = (pos - 1) // 2
-                k = keys[x * W + i]
+                k = keys[x * E + i]
                 if k > hi:
                     return acc
                 if k > lo or (k == lo and not lo_open):
-                    acc = combine(acc, load(vals, x * W + i))
-            elif leaf[x] == 0:
+                    acc = combine(acc, load(parts, x * E + i))
+            elif ints[x * S + LEAF] == 0:
                 i = pos // 2
-                if i < n and keys[x * W + i] <= lo:
+                if i < n and keys[x * E + i] <= lo:
                     continue  # the child lies wholly below the range
-                if i > 0 and keys[x * W + i - 1] >= hi:
+                if i > 0 and keys[x * E + i - 1] >= hi:
                     return acc  # it and everything after lie above the range
                 child_flags = 0
                 if i == 0:
                     child_flags |= flags & 1
-                elif keys[x * W + i - 1] >= lo:
+                elif keys[x * E + i - 1] >= lo:
                     child_flags |= 1
                 if i == n:
                     child_flags |= flags & 2
-                elif keys[x * W + i] <= hi:
+                elif keys[x * E + i] <= hi:
                     child_flags |= 2
-                ch = kids[x * KW + i]
+                ch = ints[x * S + KID + i]
                 if child_flags == 3 and kind(b, ch) == UP:
-                    acc = combine(acc, load(aggs, ch))
+                    acc = combine(acc, load(parts, ch * E + W))
                 else:
                     sp += 1
-                    scr[_RQ + sp] = ch
-                    scr[_RQ + _LEVELS + sp] = 0
-                    scr[_RQ + 2 * _LEVELS + sp] = child_flags
+                    ints[stack + sp] = ch
+                    ints[pos_of + sp] = 0
+                    ints[flags_of + sp] = child_flags
         return acc
 
     range_query = jit(range_query)
 
     # ------------------------------------------------------------ capacity
     def init(capacity):
-        cap = power_of_two_at_least(capacity + 2 * MARGIN)
-        b = new_bufs(cap)
-        meta = b[META]
-        meta[CAP] = cap
-        meta[FRESH] = 0
-        meta[NFREE] = 0
+        b = new_bufs(capacity // MINK + 2 * MARGIN)  # room for `capacity` entries (see state)
+        ints = b[INTS]
+        ints[FRESH] = 0
+        ints[NFREE] = 0
         root = alloc_node(b, 1)
-        store(b[AGGS], root, identity)
-        meta[ROOT] = root
-        meta[LF] = root
-        meta[RF] = root
+        store(b[PARTS], root * E + W, identity)
+        ints[ROOT] = root
+        ints[LF] = root
+        ints[RF] = root
         return b, state(b)
 
     init = nrt(init)
 
     def grow(b, st):
-        cap = b[META][CAP]
+        keys, parts, ints = b
+        cap = ints[CAP]
         g = new_bufs(2 * cap)
-        for i in range(cap * W):
-            g[KEYS][i] = b[KEYS][i]
-            store(g[VALS], i, load(b[VALS], i))
-        for i in range(cap * KW):
-            g[KIDS][i] = b[KIDS][i]
-        for x in range(cap):
-            store(g[AGGS], x, load(b[AGGS], x))
-            g[NK][x] = b[NK][x]
-            g[PAR][x] = b[PAR][x]
-            g[LEAF][x] = b[LEAF][x]
-            g[LSP][x] = b[LSP][x]
-            g[RSP][x] = b[RSP][x]
-            g[CNT][x] = b[CNT][x]
-            g[FREE][x] = b[FREE][x]
-        for i in range(8):
-            g[META][i] = b[META][i]
-        g[META][CAP] = 2 * cap
+        gkeys, gparts, gints = g
+        for i in range(cap * E):
+            gkeys[i] = keys[i]
+            store(gparts, i, load(parts, i))
+        for i in range(HEAD + cap * S):
+            gints[i] = ints[i]
+        gints[CAP] = 2 * cap
+        old_free, new_free = HEAD + cap * S, HEAD + 2 * cap * S
+        for i in range(ints[NFREE]):
+            gints[new_free + i] = ints[old_free + i]
         return g, state(g)
 
     grow = nrt(grow)
@@ -1100,5 +1219,5 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     bulk_insert = bulk_insert_native if bulk else bulk_insert_loop
     evict_upto = bulk_evict_native if bulk else bulk_evict_loop
-    return TreeFuncs(init, jit(insert), evict, jit(query), grow, insert_at, evict_upto, bulk_insert,
+    return TreeFuncs(init, entry(insert), evict, entry(query), grow, insert_at, evict_upto, bulk_insert,
                      range_query, reserve, oldest, youngest)

@@ -210,62 +210,68 @@ def check_invariants(agg: Aggregator) -> None:
     pointers, fingers, and every stored aggregate (and count) equal to the fold it stands for."""
     b, monoid, mu = agg._bufs, agg.monoid, agg.options["min_arity"]
     finger = agg.options["variant"] == "finger"
-    W, KW = 2 * mu, 2 * mu + 1
-    keys, vals, aggs, kids, nk, par, leaf, lsp, rsp, cnt, meta = b[:11]
-    root = meta[tree.ROOT]
+    E, S = tree.slots_per_node(mu), tree.ints_per_node(mu)
+    keys, parts, ints = b
+    nk, par, leaf, lsp, rsp, cnt = ((lambda x, f=f: ints[x * S + f])
+                                    for f in (tree.NK, tree.PAR, tree.LEAF, tree.LSP, tree.RSP, tree.CNT))
+    kid = lambda x, i: ints[x * S + tree.KID + i]  # noqa: E731
+    aggregate = lambda x: parts[x * E + 2 * mu]  # noqa: E731
+    root = ints[tree.ROOT]
     up = {}  # node -> (up aggregate, count)
     leaf_depths = set()
 
     def visit(x, depth, lo, hi, on_left, on_right):
-        n = nk[x]
-        ks = [keys[x * W + i] for i in range(n)]
+        n = nk(x)
+        ks = [keys[x * E + i] for i in range(n)]
         assert all(ks[i] < ks[i + 1] for i in range(n - 1)), f"node {x}: keys not sorted {ks}"
         assert all((lo is None or k > lo) and (hi is None or k < hi) for k in ks), f"node {x}: keys outside ({lo}, {hi})"
         if x != root:
             assert mu - 1 <= n <= 2 * mu - 1, f"node {x}: {n} entries, arity outside [{mu}, {2 * mu}]"
-            assert lsp[x] == int(on_left) and rsp[x] == int(on_right), f"node {x}: spine flags wrong"
-        elif not leaf[x]:
+            assert lsp(x) == int(on_left) and rsp(x) == int(on_right), f"node {x}: spine flags wrong"
+        elif not leaf(x):
             assert 1 <= n <= 2 * mu - 1, f"root: {n} entries"
         acc, count = monoid.identity, 0
         for i in range(n + 1):
-            if not leaf[x]:
-                c = kids[x * KW + i]
-                assert par[c] == x, f"node {c}: parent {par[c]}, expected {x}"
+            if not leaf(x):
+                c = kid(x, i)
+                assert par(c) == x, f"node {c}: parent {par(c)}, expected {x}"
                 visit(c, depth + 1, lo if i == 0 else ks[i - 1], hi if i == n else ks[i],
                       (on_left or x == root) and i == 0, (on_right or x == root) and i == n)
                 acc, count = monoid.combine(acc, up[c][0]), count + up[c][1]
             if i < n:
-                acc, count = monoid.combine(acc, vals[x * W + i]), count + 1
-        if leaf[x]:
+                acc, count = monoid.combine(acc, parts[x * E + i]), count + 1
+        if leaf(x):
             leaf_depths.add(depth)
             if on_left or x == root:
-                assert meta[tree.LF] == x, "left finger is not the leftmost leaf"
+                assert ints[tree.LF] == x, "left finger is not the leftmost leaf"
             if on_right or x == root:
-                assert meta[tree.RF] == x, "right finger is not the rightmost leaf"
+                assert ints[tree.RF] == x, "right finger is not the rightmost leaf"
         up[x] = (acc, count)
 
     visit(root, 0, None, None, False, False)
-    assert par[root] == tree.NIL, "root has a parent"
+    assert par(root) == tree.NIL, "root has a parent"
     assert len(leaf_depths) == 1, f"leaves at depths {leaf_depths}"
+    assert ints[tree.FRESH] <= ints[tree.CAP], "the pool ran past its capacity"
+    assert agg._state[0] >= agg._state[2], "more entries than the pool's limit"
 
     def expected(x):
-        n = nk[x]
-        if not finger or (x != root and not lsp[x] and not rsp[x]):
+        n = nk(x)
+        if not finger or (x != root and not lsp(x) and not rsp(x)):
             return up[x]
-        kind = tree.INNER if x == root else (tree.LEFT if lsp[x] else tree.RIGHT)
+        kind = tree.INNER if x == root else (tree.LEFT if lsp(x) else tree.RIGHT)
         acc, count = monoid.identity, 0
-        p = par[x]
+        p = par(x)
         parent_term = p != tree.NIL and p != root
         if kind == tree.RIGHT and parent_term:
             acc, count = expected(p)
         for i in range(n + 1):
-            if not leaf[x]:
+            if not leaf(x):
                 skip = (i == 0 and kind in (tree.INNER, tree.LEFT)) or (i == n and kind in (tree.INNER, tree.RIGHT))
                 if not skip:
-                    c = kids[x * KW + i]
+                    c = kid(x, i)
                     acc, count = monoid.combine(acc, up[c][0]), count + up[c][1]
             if i < n:
-                acc, count = monoid.combine(acc, vals[x * W + i]), count + 1
+                acc, count = monoid.combine(acc, parts[x * E + i]), count + 1
         if kind == tree.LEFT and parent_term:
             pa, pc = expected(p)
             acc, count = monoid.combine(acc, pa), count + pc
@@ -273,7 +279,7 @@ def check_invariants(agg: Aggregator) -> None:
 
     for x in up:
         want, want_count = expected(x)
-        assert cnt[x] == want_count, f"node {x}: count {cnt[x]}, expected {want_count}"
-        assert _same_partial(aggs[x], want), f"node {x}: aggregate {aggs[x]!r}, expected {want!r}"
+        assert cnt(x) == want_count, f"node {x}: count {cnt(x)}, expected {want_count}"
+        assert _same_partial(aggregate(x), want), f"node {x}: aggregate {aggregate(x)!r}, expected {want!r}"
     assert agg._state[2] == up[root][1], f"size {agg._state[2]}, tree holds {up[root][1]}"
     assert _same_partial(agg._funcs.query(b, agg._state), up[root][0]), "query() differs from the fold"
