@@ -15,6 +15,7 @@ insert) and queries. Values are the papers' 1 + (i mod 101).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -47,48 +48,50 @@ def available(names) -> list:
     return [n for n in names if fiba_options(n) is not None or n in known]
 
 
-def round_kernel(name: str, agg: str):
-    """``kernel(n, m, d, rounds, bulk_insert, timed, evict_cycles, insert_cycles) -> cycles``.
+def round_kernels(name: str, agg: str):
+    """``(fill, rounds)``, the two compiled halves of one run of the synthetic stream.
 
-    Fills the window (untimed), then runs the rounds; returns the cycles the
-    rounds took, and with ``timed`` each round's evict and insert cycles.
+    ``fill(n, m, d) -> (bufs, st)`` builds the window (room for n + 2m entries);
+    ``rounds(bufs, st, m, count, clock, oldest, bulk_insert, timed,
+    evict_cycles, insert_cycles) -> (st, checksum)`` runs ``count`` rounds on
+    it: each evicts the m oldest (FiBA: every time <= oldest + m - 1), inserts
+    times clock .. clock + m - 1 and queries; with ``timed`` it records each
+    round's evict and insert cycles.
     """
     key = (name, agg)
     if key in _kernels:
         return _kernels[key]
     spec = common.compiled_spec(agg)
     opts = fiba_options(name)
-    kernel = _fiba_kernel(spec, opts) if opts is not None else _fifo_kernel(registry.info(name), spec)
-    _kernels[key] = kernel
-    return kernel
+    kernels = _fiba_kernels(spec, opts) if opts is not None else _fifo_kernels(registry.info(name), spec)
+    _kernels[key] = kernels
+    return kernels
 
 
-def _fiba_kernel(spec, opts):
+def _fiba_kernels(spec, opts):
     f = tree_funcs(spec, opts)
-    init, insert_at, evict_upto, bulk_insert, query, reserve = (f.init, f.insert_at, f.evict_upto, f.bulk_insert,
-                                                               f.query, f.reserve)
+    init, insert_at, evict_upto, bulk_insert, query = f.init, f.insert_at, f.evict_upto, f.bulk_insert, f.query
     lift, lower, alloc, store, load = spec.lift, spec.lower, spec.layout.alloc, spec.layout.store, spec.layout.load
 
     @jitcache.njit
-    def kernel(n, m, d, rounds, use_bulk_insert, timed, evict_cycles, insert_cycles):
-        b, st = init(n + 2 * m + 16)
+    def fill(n, m, d):
+        b, st = init(n + 2 * m + 16)  # the window never holds more than n + m entries: never grows
         for i in range(n - d):
             st = insert_at(b, st, float(i), lift(1.0 + i % 101, i))
         for k in range(d):
             st = insert_at(b, st, FAR + k, lift(1.0 + k % 101, k))
-        clock = n - d  # next time to insert
-        oldest = 0
+        return b, st
+
+    @jitcache.njit
+    def rounds(b, st, m, count, clock, oldest, use_bulk_insert, timed, evict_cycles, insert_cycles):
         times = np.empty(m)
         partials = alloc(m)
         checksum = 0.0
-        begin = read_cycles()
-        for r in range(rounds):
+        for r in range(count):
             for q in range(m):
                 i = clock + q
                 times[q] = float(i)
                 store(partials, q, lift(1.0 + i % 101, i))
-            if st[0] - st[2] < 2 * m:
-                b, st = reserve(b, st, 2 * m)
             start = read_cycles() if timed else 0
             st = evict_upto(b, st, float(oldest + m - 1))
             mid = cycles_after(np.float64(st[2])) if timed else 0
@@ -104,25 +107,27 @@ def _fiba_kernel(spec, opts):
             oldest += m
             clock += m
             checksum += np.float64(lower(query(b, st)))
-        return cycles_after(checksum) - begin
+        return st, checksum
 
-    return kernel
+    return fill, rounds
 
 
-def _fifo_kernel(algorithm, spec):
+def _fifo_kernels(algorithm, spec):
     init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
     evict_many = _evict_many(algorithm, spec)
     lift, lower = spec.lift, spec.lower
 
     @jitcache.njit
-    def kernel(n, m, d, rounds, use_bulk_insert, timed, evict_cycles, insert_cycles):
+    def fill(n, m, d):
         bufs, st = init(n + m + 1)  # room for the whole window: never grows
         for i in range(n):
             st = insert(bufs, st, lift(1.0 + i % 101, i))
-        clock = n
+        return bufs, st
+
+    @jitcache.njit
+    def rounds(bufs, st, m, count, clock, oldest, use_bulk_insert, timed, evict_cycles, insert_cycles):
         checksum = 0.0
-        begin = read_cycles()
-        for r in range(rounds):
+        for r in range(count):
             start = read_cycles() if timed else 0
             st = evict_many(bufs, st, m)
             mid = cycles_after(np.float64(st[2])) if timed else 0
@@ -135,9 +140,9 @@ def _fifo_kernel(algorithm, spec):
                 insert_cycles[r] = end - mid
             clock += m
             checksum += np.float64(lower(query(bufs, st)))
-        return cycles_after(checksum) - begin
+        return st, checksum
 
-    return kernel
+    return fill, rounds
 
 
 _PER_NS = []
@@ -150,18 +155,33 @@ def cycles_per_ns_cached() -> float:
     return _PER_NS[0]
 
 
-def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed):
-    """``(seconds of the rounds, evict_cycles, insert_cycles)`` of one run (cycles: zeros unless ``timed``)."""
-    kernel = round_kernel(name, agg)
-    ev = np.zeros(rounds if timed else 1, np.int64)
-    ins = np.zeros(rounds if timed else 1, np.int64)
-    cycles = kernel(n, m, d, rounds, bulk_insert, timed, ev, ins)
-    return cycles / cycles_per_ns_cached() / 1e9, ev, ins
+def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed, repeats=1):
+    """``(seconds, evict_cycles, insert_cycles)``: one fill, then ``repeats`` batches of ``rounds`` rounds.
+
+    ``seconds`` lists each batch's CPU time (``time.process_time``: time other processes
+    take from the core is not counted), the fill is not timed. With ``timed``, the cycle
+    arrays hold every round of every batch; otherwise they are empty.
+    """
+    fill, run = round_kernels(name, agg)
+    bufs, st = fill(n, m, d)
+    clock, oldest = n - d, 0  # the window holds in-order times oldest .. clock - 1, and d far ones
+    ev = np.zeros(rounds * repeats if timed else 0, np.int64)
+    ins = np.zeros(rounds * repeats if timed else 0, np.int64)
+    seconds = []
+    for k in range(repeats):
+        part = slice(k * rounds, (k + 1) * rounds) if timed else slice(0, 0)
+        start = time.process_time()
+        st, _ = run(bufs, st, m, rounds, clock, oldest, bulk_insert, timed, ev[part], ins[part])
+        seconds.append(time.process_time() - start)
+        clock += rounds * m
+        oldest += rounds * m
+    return seconds, ev, ins
 
 
 def warm_up(name, agg):
-    """Compile (or load) the kernel outside any timed run."""
+    """Compile (or load) the kernels outside any timed run."""
     run_rounds(name, agg, 64, 4, 4 if fiba_options(name) else 0, 4, True, True)
+    run_rounds(name, agg, 64, 4, 4 if fiba_options(name) else 0, 4, False, False)
 
 
 def violin_png(samples: dict, title: str, ylabel: str, path: Path) -> None:

@@ -81,8 +81,8 @@ def run(args) -> int:
     out = Path(cfg["out"])
     per_ns = cycles_per_ns()
     extra = dict(common.machine_info(), command=common.command_line(NAME, {
-        k: cfg[k] for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "bulk", "distance", "quick",
-                            "out")}))
+        ("fiba_" + k if k in ("window", "bloom_window", "bulk", "distance") else k): cfg[k]
+        for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "bulk", "distance", "quick", "out")}))
     rows, samples = [], {}
     runs = plan(cfg)
     m = cfg["bulk"]
@@ -95,7 +95,7 @@ def run(args) -> int:
             ns = (ev if measure == "evict" else ins) / per_ns
             samples.setdefault(measure, {})[(name, agg)] = ns
             rows.append(dict(measure=measure, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
-                             rounds=cfg["rounds"], seconds=round(seconds, 3), **summarize(ns), **extra))
+                             rounds=cfg["rounds"], seconds=round(sum(seconds), 3), **summarize(ns), **extra))
             bar.update(1)
     common.write_csv(out / "fiba_latency.csv", rows, COLUMNS)
     for measure, data in samples.items():

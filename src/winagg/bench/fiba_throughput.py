@@ -6,8 +6,10 @@ Sweeps (n entries in the window; each round bulk evicts m, inserts m, queries):
 * ``m_bulk``: the same with bulk inserts (Fig. 12; in-order algorithms insert one by one);
 * ``d_m1024`` / ``d_m1``: d = 2^1 .. 2^D with m = 1024 / m = 1, bulk inserts (Figs. 13, 14), FiBA only.
 
-A point is the median of ``--repeat`` runs of items / seconds (the rounds'
-items; the window fill is not timed).
+A point is the median of ``--fiba-repeat`` batches of ``--rounds`` items
+(``--rounds`` / 8 for bloom) run one after the other on one filled window,
+each timed in CPU time (``time.process_time``, so that other processes on a
+shared machine do not count); the fill is not timed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ QUICK = dict(algorithms=("b_fiba4", "nb_fiba4", "daba_lite"), aggs=("sum",), rou
              fiba_bloom_window=2 ** 10, fiba_max_bulk=6, fiba_max_distance=8, fiba_repeat=1)
 COLUMNS = ("sweep", "algorithm", "aggregation", "window", "bulk", "distance", "items", "repeats", "median_mitems_s",
            "min_mitems_s", "max_mitems_s", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
+
+
+#: Settings whose command-line option starts with --fiba-.
+FIBA_OPTIONS = ("window", "bloom_window", "max_bulk", "max_distance", "sweeps", "repeat")
 
 
 def add_arguments(group) -> None:
@@ -73,8 +79,9 @@ def run(args) -> int:
     cfg = _settings(args)
     out = Path(cfg["out"])
     extra = dict(common.machine_info(), command=common.command_line(NAME, {
-        k: cfg[k] for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "max_bulk", "max_distance",
-                            "sweeps", "repeat", "quick", "out")}))
+        ("fiba_" + k if k in FIBA_OPTIONS else k): cfg[k]
+        for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "max_bulk", "max_distance", "sweeps",
+                  "repeat", "quick", "out")}))
     rows = []
     points = plan(cfg)
     with common.progress(len(points), NAME) as bar:
@@ -83,8 +90,8 @@ def run(args) -> int:
             fiba_common.warm_up(name, agg)
             items = cfg["rounds"] // (8 if agg == "bloom" else 1)
             rounds = max(1, items // m)
-            rates = sorted(rounds * m / fiba_common.run_rounds(name, agg, n, m, d, rounds, bulk, False)[0] / 1e6
-                           for _ in range(cfg["repeat"]))
+            seconds, _, _ = fiba_common.run_rounds(name, agg, n, m, d, rounds, bulk, False, cfg["repeat"])
+            rates = sorted(rounds * m / max(s, 1e-9) / 1e6 for s in seconds)
             rows.append(dict(sweep=sweep, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
                              items=rounds * m, repeats=cfg["repeat"], median_mitems_s=round(float(np.median(rates)), 3),
                              min_mitems_s=round(rates[0], 3), max_mitems_s=round(rates[-1], 3), **extra))
