@@ -1,0 +1,219 @@
+"""Sliding windows in Spark Structured Streaming: one FiBA-backed window per key as Spark state.
+
+:func:`sliding_stream` is the streaming twin of :func:`winagg.spark.sliding`
+with a range frame: every event gets the aggregate of its key's events with
+time in ``[t - range, t]`` (peers included), the same numbers the batch job
+gives on the same data. Micro-batches arrive out of order and in bursts, so
+each key keeps a :class:`winagg.Window` per aggregation (a FiBA tree: bulk
+insert of the micro-batch, bulk eviction of what the watermark expires) in a
+``transformWithStateInPandas`` value state, checkpointed by Spark.
+
+An event's result is final once the watermark has passed its time (no event
+of that time or older can still be accepted), so results are emitted then,
+from the micro-batch that moves the watermark or from an event-time timer.
+Events older than the watermark when they arrive are dropped and counted, as
+are events without a time: see :class:`DroppedEvents`.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .. import aggregations
+from ..window import Window
+from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, _span
+from .partition import _DEFINED_WHEN_EMPTY, Output, _key_values, compiled_plan
+
+
+class _KeyState:
+    """What one key keeps between micro-batches (pickled into Spark's state store)."""
+
+    def __init__(self, outputs: Sequence[Output], span_us: int, keyed_columns: set):
+        # Windows take closed-open (t - size, t]; integer microseconds make [t - span, t] that.
+        size = span_us + 1
+        self.windows = [Window(o.monoid, size=size, allowed_lateness=math.inf) for o in outputs]
+        self.counts = {o.column: Window("count", size=size, allowed_lateness=math.inf) for o in outputs}
+        self.keyed_columns = keyed_columns
+        self.pending: Optional[pd.DataFrame] = None  # events whose window is not final yet
+        self.dropped = 0
+
+    def add(self, events: pd.DataFrame, times: np.ndarray, outputs) -> None:
+        for window, output in zip(self.windows, outputs):
+            window.push_batch(times, self._values(events[output.column], output))
+        for column, window in self.counts.items():
+            window.push_batch(times, self._values(events[column], None))
+        self.pending = events if self.pending is None else pd.concat([self.pending, events], ignore_index=True)
+
+    def _values(self, column: pd.Series, output: Optional[Output]):
+        if output is not None and column.name in self.keyed_columns:
+            return _key_values(pa.array(column, from_pandas=True)).astype(np.float64)
+        if output is None or not isinstance(output.monoid, aggregations.Aggregation) or \
+                output.monoid.compiled_for(np.dtype(np.float64)) is None:
+            if output is None:  # the count of non-null values
+                return column.isna().map({True: np.nan, False: 1.0}).to_numpy(np.float64)
+            return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                    for v in column.astype(object).where(column.notna(), None)]
+        return pd.to_numeric(column, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+    def close(self, watermark_us, outputs, time_column) -> Optional[pd.DataFrame]:
+        """Advance every window to the watermark; the pending events that became final, with results."""
+        answers = [{r.end: r.value for r in w.advance_watermark(watermark_us)} for w in self.windows]
+        counts = {c: {r.end: r.value for r in w.advance_watermark(watermark_us)} for c, w in self.counts.items()}
+        if self.pending is None:
+            return None
+        times = _micros(self.pending[time_column])
+        final = times < watermark_us
+        if not final.any():
+            return None
+        done, self.pending = self.pending[final].copy(), self.pending[~final].reset_index(drop=True)
+        done_times = times[final]
+        for output, answer in zip(outputs, answers):
+            non_null = counts[output.column]
+            empty_is_null = not isinstance(output.monoid, _DEFINED_WHEN_EMPTY)
+            column = []
+            for t in done_times.tolist():
+                value = answer.get(t)
+                if (empty_is_null and not non_null.get(t)) or (isinstance(value, float) and math.isnan(value)):
+                    value = None
+                column.append(value)
+            done[output.name] = pd.Series(column, index=done.index, dtype=object)
+        return done.reset_index(drop=True)
+
+
+def _micros(times: pd.Series) -> np.ndarray:
+    """Event times as int64 microseconds since the epoch (timestamps with or without a zone)."""
+    values = pd.to_datetime(times, utc=True)
+    return values.dt.tz_localize(None).astype("datetime64[us]").astype(np.int64).to_numpy()
+
+
+def _processor_class():
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class SlidingProcessor(StatefulProcessor):
+        """transformWithStateInPandas processor: a :class:`_KeyState` per key."""
+
+        def __init__(self, config):
+            self.config = config
+
+        def init(self, handle) -> None:
+            self.handle = handle
+            self.state = handle.getValueState("window", "blob binary")
+
+        def _load(self) -> _KeyState:
+            if self.state.exists():
+                return pickle.loads(self.state.get()[0])
+            c = self.config
+            return _KeyState(c["outputs"], c["span_us"], c["keyed_columns"])
+
+        def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
+            c = self.config
+            done = key_state.close(watermark_ms * 1000 if watermark_ms > 0 else -math.inf, c["outputs"],
+                                   c["time"])
+            for timer in list(self.handle.listTimers()):
+                self.handle.deleteTimer(timer)
+            if key_state.pending is not None and len(key_state.pending):
+                # fires once the watermark (ms) reaches past the oldest pending time (us)
+                oldest = int(_micros(key_state.pending[c["time"]]).min())
+                self.handle.registerTimer(oldest // 1000 + 1)
+            self.state.update((pickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL),))
+            if done is not None and len(done):
+                yield done[c["columns"]]
+
+        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+            c = self.config
+            key_state = self._load()
+            watermark_ms = timerValues.getCurrentWatermarkInMs()
+            events = pd.concat(list(rows), ignore_index=True)
+            untimed = events[c["time"]].isna()
+            events = events[~untimed]
+            times = _micros(events[c["time"]])
+            late = times < watermark_ms * 1000 if watermark_ms > 0 else np.zeros(len(times), bool)
+            key_state.dropped += int(untimed.sum() + late.sum())
+            if c["dropped"] is not None and (untimed.any() or late.any()):
+                c["dropped"].add(int(untimed.sum() + late.sum()))
+            # results due at the current watermark come before the new events, which cannot change them
+            yield from self._finish_then_add(key_state, watermark_ms, events[~late].reset_index(drop=True),
+                                             times[~late])
+
+        def _finish_then_add(self, key_state, watermark_ms, events, times):
+            c = self.config
+            if len(events):
+                key_state.add(events, times, c["outputs"])
+            yield from self._finish(key_state, watermark_ms)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+            yield from self._finish(self._load(), timerValues.getCurrentWatermarkInMs())
+
+        def close(self) -> None:
+            pass
+
+    return SlidingProcessor
+
+
+class DroppedEvents:
+    """The count of events a streaming query dropped: late (older than the watermark) or without a time.
+
+    ``value`` is read on the driver (a Spark accumulator; a retried task may
+    count its events twice, as accumulators do). Every key's own count is kept
+    in its state too.
+    """
+
+    def __init__(self, accumulator):
+        self._accumulator = accumulator
+
+    @property
+    def value(self) -> int:
+        return int(self._accumulator.value)
+
+
+def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str, range: Any,
+                   aggs: Mapping[str, tuple], lateness: Any = "10 minutes"):
+    """A streaming DataFrame: ``df``'s events with their sliding-window aggregates, once final.
+
+    ``partition_by``, ``range`` and ``aggs`` mean what they mean for
+    :func:`winagg.spark.sliding` with a range frame; ``order_by`` is the event-time
+    column (a timestamp) and ``lateness`` the watermark delay (a duration
+    string, as for ``withWatermark``). Each event is emitted once, with the
+    same columns as the batch result, after the watermark passes its time;
+    on the same data, with no event dropped, the rows equal the batch job's.
+
+    Returns ``(stream, dropped)``: the streaming DataFrame (append mode) and a
+    :class:`DroppedEvents` counter.
+    """
+    keys = _names(partition_by)
+    if not keys:
+        raise SparkInputError("sliding_stream needs at least one partition_by column")
+    _check_columns(df, keys + [order_by], "partition_by/order_by")
+    from pyspark.sql.types import StructField, StructType, TimestampNTZType, TimestampType
+
+    if not isinstance(df.schema[order_by].dataType, (TimestampType, TimestampNTZType)):
+        raise SparkInputError(f"the event-time column {order_by!r} must be a timestamp, "
+                              f"got {df.schema[order_by].dataType.simpleString()}")
+    if not aggs:
+        raise SparkInputError("aggs is empty: name at least one output column")
+    span_us = _span(range, df.schema[order_by].dataType)
+    outputs = _outputs(df, aggs)
+    keyed = {o.column for o in outputs
+             if compiled_plan(o.monoid, _arrow_input_type(df, o.column))[1]}
+    spark = df.sparkSession
+    accumulator = spark.sparkContext.accumulator(0)
+    columns = list(df.columns) + [o.name for o in outputs]
+    config = {"outputs": outputs, "span_us": span_us, "time": order_by, "columns": columns,
+              "keyed_columns": keyed, "dropped": accumulator}
+    schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    processor = _processor_class()(config)
+    stream = df.withWatermark(order_by, lateness).groupBy(*keys).transformWithStateInPandas(
+        processor, schema, "Append", "EventTime")
+    return stream, DroppedEvents(accumulator)
+
+
+def _arrow_input_type(df, column):
+    from .batch import _arrow_type
+
+    return _arrow_type(df.schema[column].dataType)

@@ -1,0 +1,138 @@
+"""winagg.spark.sliding_stream: equal to the batch job, late events dropped and counted, checkpoint recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from winagg.spark import sliding
+from winagg.spark.streaming import sliding_stream
+
+STREAM_JOB = Path(__file__).with_name("stream_job.py")
+BASE = pd.Timestamp("2013-01-01", tz="UTC")
+SCHEMA = pa.schema([("id", pa.int64()), ("origin", pa.string()), ("ts", pa.timestamp("us", "UTC")),
+                    ("delay", pa.float64()), ("tag", pa.int64())])
+
+
+def _events(count, seed):
+    """Events of three keys, up to 10 minutes from their place in time order, some delays null
+    (so two files apart they are at most 20 minutes out of order)."""
+    rng = random.Random(seed)
+    seconds = rng.sample(range(0, count * 40), count)  # distinct times: no peers
+    seconds.sort()
+    events = []
+    for i, second in enumerate(seconds):
+        jitter = rng.randrange(-600, 600)
+        delay = None if rng.random() < 0.1 else float(rng.randrange(-15, 120))
+        events.append((i, rng.choice(["JFK", "LGA", "EWR"]), second + jitter, delay, rng.randrange(1000)))
+    return events
+
+
+def _write(folder: Path, events, per_file, closing=True):
+    """One Parquet file per ``per_file`` events, in arrival order, then a closing event far ahead
+    (its key is never reported; it moves the watermark past every real event)."""
+    folder.mkdir(parents=True)
+    chunks = [events[i:i + per_file] for i in range(0, len(events), per_file)]
+    if closing:
+        chunks.append([(-1, "~end", 10 ** 8, None, 0)])
+    for number, chunk in enumerate(chunks):
+        table = pa.table({"id": [e[0] for e in chunk], "origin": [e[1] for e in chunk],
+                          "ts": [BASE + pd.Timedelta(seconds=e[2]) for e in chunk],
+                          "delay": [e[3] for e in chunk], "tag": [e[4] for e in chunk]}, schema=SCHEMA)
+        pq.write_table(table, folder / f"part-{number:04d}.parquet")
+    return len(chunks)
+
+
+def _assert_frames_equal(stream: pd.DataFrame, batch: pd.DataFrame, columns):
+    stream = stream.sort_values("id").reset_index(drop=True)
+    batch = batch.sort_values("id").reset_index(drop=True)
+    assert stream["id"].tolist() == batch["id"].tolist()  # nothing lost, nothing twice
+    for column in columns:
+        got, want = stream[column], batch[column]
+        assert (got.isna() == want.isna()).all(), column
+        if got.dtype.kind in "fi":
+            np.testing.assert_allclose(got[want.notna()].astype(float), want[want.notna()].astype(float),
+                                       rtol=1e-9, err_msg=column)
+        else:
+            assert got[want.notna()].tolist() == want[want.notna()].tolist(), column
+
+
+def test_late_events_are_dropped_counted_and_never_merged(spark, tmp_path):
+    from oracle import CONCAT
+
+    events = _events(120, seed=5)
+    late = (999, "JFK", -3 * 3600, 500.0, 7)  # hours older than anything: behind the watermark
+    arrivals = events[:60] + [late] + events[60:]
+    _write(tmp_path / "in", arrivals, per_file=60)  # the late event opens the second micro-batch
+    source = spark.readStream.schema(SCHEMA_DDL).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    aggs = {"max_delay": ("max", "delay"), "n": ("count", "delay"), "trail": (CONCAT, "tag")}
+    stream, dropped = sliding_stream(source, partition_by="origin", order_by="ts", range="1 hour", aggs=aggs,
+                                     lateness="30 minutes")
+    query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert dropped.value == 1
+    got = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    assert 999 not in set(got["id"])
+    on_time = spark.read.schema(SCHEMA_DDL).parquet(str(tmp_path / "in")).where("id >= 0 AND id != 999")
+    want = sliding(on_time, partition_by="origin", order_by="ts", range="1 hour", aggs=aggs).toPandas()
+    _assert_frames_equal(got, want, list(aggs))
+
+
+SCHEMA_DDL = "id long, origin string, ts timestamp, delay double, tag long"
+
+
+def test_sliding_stream_refuses_a_non_timestamp_event_time(spark, tmp_path):
+    _write(tmp_path / "in", _events(5, seed=1), per_file=5, closing=False)
+    source = spark.readStream.schema(SCHEMA_DDL).parquet(str(tmp_path / "in"))
+    with pytest.raises(Exception, match="must be a timestamp"):
+        sliding_stream(source, partition_by="origin", order_by="id", range=10, aggs={"m": ("max", "delay")})
+
+
+def _committed(checkpoint: Path) -> int:
+    commits = checkpoint / "commits"
+    return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
+
+
+def test_a_killed_stream_resumes_from_its_checkpoint_on_a_two_executor_cluster(tmp_path):
+    """Kill the query mid-stream, restart it: its output equals the batch job's, row for row.
+
+    Both runs use Spark's local-cluster master (two executor JVMs with their own
+    Python workers), so the aggregator state travels between processes as on a cluster.
+    """
+    files = _write(tmp_path / "in", _events(480, seed=11), per_file=80)
+    paths = [str(tmp_path / name) for name in ("in", "out", "ck", "result.json")]
+    command = [sys.executable, str(STREAM_JOB), "local-cluster[2,1,1024]", *paths]
+    first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    try:
+        while _committed(tmp_path / "ck") < 2:
+            assert first.poll() is None, "the first run ended before it could be killed"
+            assert time.time() < deadline, "the first run made no progress"
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    killed_after = _committed(tmp_path / "ck")
+    assert killed_after < files  # work was left for the restart
+
+    batch_out = str(tmp_path / "batch")
+    subprocess.run(command + ["--batch", batch_out], check=True, timeout=900,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert json.loads((tmp_path / "result.json").read_text())["dropped"] == 0
+    stream_rows = pd.read_parquet(batch_out + ".stream")
+    batch_rows = pd.read_parquet(batch_out)
+    assert len(batch_rows) == 480
+    _assert_frames_equal(stream_rows, batch_rows, ["max_delay", "n", "total", "mean_delay", "trail"])
