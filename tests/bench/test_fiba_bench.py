@@ -3,8 +3,9 @@
 import csv
 
 import numpy as np
+import pytest
 
-from winagg.bench import fiba_flights
+from winagg.bench import fiba_common, fiba_flights
 from winagg.cli import main
 
 
@@ -41,3 +42,22 @@ def test_flights_workload_statistics_on_a_small_stream():
     assert sizes.tolist() == [1, 2, 1, 1]
     assert bulks.tolist() == [2]
     assert distances.tolist() == [0, 1, 0, 0]
+
+
+@pytest.mark.parametrize("name,d,bulk_insert", [("b_fiba4", 0, True), ("b_fiba4", 8, True), ("nb_fiba8", 8, False),
+                                                ("daba_lite", 0, False)])
+def test_filled_window_batches_query_the_n_latest_items(name, d, bulk_insert):
+    """Batches of several bulk sizes on one filled window: after every round the window holds the
+    d far items and the n - d latest in-order ones (values 1 + (i mod 101), summed here in numpy)."""
+    n = 64
+    window = fiba_common.FilledWindow(name, "sum", n, d, 16)
+    values = lambda lo, hi: float((1 + np.arange(lo, hi) % 101).sum())  # noqa: E731
+    far = values(0, d)
+    clock = n - d
+    for m, rounds in ((1, 40), (16, 9), (4, 30)):
+        window.batches(m, rounds, bulk_insert, False)
+        want = 0.0
+        for _ in range(rounds):
+            clock += m
+            want += values(clock - (n - d), clock) + far
+        assert window.checksums[-1] == want, f"m = {m}"

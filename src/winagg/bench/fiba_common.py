@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import jitcache, registry
 from ..kernels import _evict_many, _funcs
+from ..ops import power_of_two_at_least
 from ..ooo._fiba_kernels import tree_funcs
 from . import common
 from .cycles import cycles_after, cycles_per_ns, read_cycles
@@ -155,27 +156,93 @@ def cycles_per_ns_cached() -> float:
     return _PER_NS[0]
 
 
-def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed, repeats=1):
-    """``(seconds, evict_cycles, insert_cycles)``: one fill, then ``repeats`` batches of ``rounds`` rounds.
+class FilledWindow:
+    """A window of the synthetic stream filled once (untimed), on which batches of rounds are timed.
 
-    ``seconds`` lists each batch's CPU time (``time.process_time``: time other processes
-    take from the core is not counted), the fill is not timed. With ``timed``, the cycle
-    arrays hold every round of every batch; otherwise they are empty.
+    Several points of a sweep (every m at one d) run one after the other on one fill: the
+    window holds n entries after every round, so each batch starts from the state the
+    previous one left, as a long stream would; only the fill, which for bloom at 2^22
+    takes longer than the rounds, is shared.
     """
-    fill, run = round_kernels(name, agg)
-    bufs, st = fill(n, m, d)
-    clock, oldest = n - d, 0  # the window holds in-order times oldest .. clock - 1, and d far ones
-    ev = np.zeros(rounds * repeats if timed else 0, np.int64)
-    ins = np.zeros(rounds * repeats if timed else 0, np.int64)
-    seconds = []
-    for k in range(repeats):
-        part = slice(k * rounds, (k + 1) * rounds) if timed else slice(0, 0)
-        start = time.process_time()
-        st, _ = run(bufs, st, m, rounds, clock, oldest, bulk_insert, timed, ev[part], ins[part])
-        seconds.append(time.process_time() - start)
-        clock += rounds * m
-        oldest += rounds * m
-    return seconds, ev, ins
+
+    def __init__(self, name, agg, n, d, max_bulk):
+        self.fill, self.run = round_kernels(name, agg)
+        self.bufs, self.st = self.fill(n, max_bulk, d)
+        self.max_bulk = max_bulk
+        self.checksums = []  # per batch, the sum of its rounds' query results (for tests)
+        self.clock, self.oldest = n - d, 0  # in-order times oldest .. clock - 1 are in, and d far ones
+
+    def batches(self, m, rounds, bulk_insert, timed, repeats=1):
+        """``(seconds, evict_cycles, insert_cycles)`` of ``repeats`` batches of ``rounds`` rounds.
+
+        ``seconds`` lists each batch's CPU time (``time.process_time``: time other processes
+        take from the core is not counted). With ``timed``, the cycle arrays hold every
+        round of every batch; otherwise they are empty.
+        """
+        if m > self.max_bulk:
+            raise ValueError(f"bulk size {m} > {self.max_bulk}, the most this window was built for")
+        ev = np.zeros(rounds * repeats if timed else 0, np.int64)
+        ins = np.zeros(rounds * repeats if timed else 0, np.int64)
+        seconds = []
+        for k in range(repeats):
+            part = slice(k * rounds, (k + 1) * rounds) if timed else slice(0, 0)
+            start = time.process_time()
+            self.st, checksum = self.run(self.bufs, self.st, m, rounds, self.clock, self.oldest, bulk_insert,
+                                         timed, ev[part], ins[part])
+            self.checksums.append(checksum)
+            seconds.append(time.process_time() - start)
+            self.clock += rounds * m
+            self.oldest += rounds * m
+        return seconds, ev, ins
+
+
+def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed, repeats=1):
+    """:meth:`FilledWindow.batches` on a window filled for this run alone."""
+    return FilledWindow(name, agg, n, d, m).batches(m, rounds, bulk_insert, timed, repeats)
+
+
+def by_window(points) -> dict:
+    """Indices of the points ``(sweep, algorithm, agg, n, m, d, ...)`` grouped by the window they
+    can share, ``(agg, algorithm, n, d)``, in order of first appearance."""
+    groups: dict = {}
+    for i, point in enumerate(points):
+        groups.setdefault((point[2], point[1], point[3], point[5]), []).append(i)
+    return groups
+
+
+#: A window is skipped when its buffers would need more than this share of the available memory.
+MEMORY_SHARE = 0.6
+
+
+def partial_bytes(agg: str) -> int:
+    """Bytes of one compiled partial of ``agg``."""
+    buf = common.compiled_spec(agg).layout.alloc(1)
+    return sum(a.nbytes for a in buf) if isinstance(buf, tuple) else buf.nbytes
+
+
+def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
+    """Bytes of the buffers a :class:`FilledWindow` allocates (numba zeroes them: all resident)."""
+    opts = fiba_options(name)
+    if opts is not None:
+        from ..ooo import _fiba_tree as tree
+
+        mu = opts["min_arity"]
+        nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * tree.MARGIN
+        slots = nodes * tree.slots_per_node(mu)
+        return slots * (partial_bytes(agg) + 8) + (tree.HEAD + nodes * (tree.ints_per_node(mu) + 1)) * 8
+    space = registry.info(name).space  # "n + 1", "2n", "about 2n partials ...": buffers of n slots
+    match = re.search(r"(\d*)\s*n\b", space)
+    buffers = int(match[1]) if match and match[1] else 1
+    return power_of_two_at_least(n + max_bulk + 1) * partial_bytes(agg) * buffers
+
+
+def memory_note(name: str, agg: str, n: int, max_bulk: int) -> str:
+    """A skip note when the window would not fit comfortably in the available memory, else ''."""
+    need = window_bytes(name, agg, n, max_bulk)
+    available = common.available_memory()
+    if available and need > MEMORY_SHARE * available:
+        return f"skipped: needs ~{need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB available"
+    return ""
 
 
 def warm_up(name, agg):

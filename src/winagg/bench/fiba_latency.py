@@ -32,8 +32,8 @@ DEFAULTS = dict(algorithms=fiba_common.FIBA_ALGORITHMS + fiba_common.IN_ORDER, a
 QUICK = dict(algorithms=("b_fiba4", "nb_fiba4", "daba_lite"), aggs=("sum",), rounds=50, fiba_window=2 ** 12,
              fiba_bloom_window=2 ** 10, fiba_bulk=64, fiba_distance=64)
 COLUMNS = ("measure", "algorithm", "aggregation", "window", "bulk", "distance", "rounds", "mean_ns", "median_ns",
-           "p99_9_ns", "p99_999_ns", "max_ns", "seconds", "cpu", "cores", "python", "numba", "numpy", "platform",
-           "command")
+           "p99_9_ns", "p99_999_ns", "max_ns", "seconds", "note", "load_avg_1min", "cpu", "cores", "python", "numba",
+           "numpy", "platform", "command")
 
 
 def add_arguments(group) -> None:
@@ -83,20 +83,30 @@ def run(args) -> int:
     extra = dict(common.machine_info(), command=common.command_line(NAME, {
         ("fiba_" + k if k in ("window", "bloom_window", "bulk", "distance") else k): cfg[k]
         for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "bulk", "distance", "quick", "out")}))
-    rows, samples = [], {}
+    samples = {}
     runs = plan(cfg)
+    rows = [None] * len(runs)
     m = cfg["bulk"]
     with common.progress(len(runs), NAME) as bar:
-        for measure, name, agg, n, d in runs:
-            bar.set_postfix_str(f"{measure} {agg} {name}")
-            fiba_common.warm_up(name, agg)
-            seconds, ev, ins = fiba_common.run_rounds(name, agg, n, m, d, cfg["rounds"],
-                                                      measure != "evict", True)
-            ns = (ev if measure == "evict" else ins) / per_ns
-            samples.setdefault(measure, {})[(name, agg)] = ns
-            rows.append(dict(measure=measure, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
-                             rounds=cfg["rounds"], seconds=round(sum(seconds), 3), **summarize(ns), **extra))
-            bar.update(1)
+        groups = fiba_common.by_window([(measure, name, agg, n, m, d) for measure, name, agg, n, d in runs])
+        for (agg, name, n, d), indices in groups.items():
+            note = fiba_common.memory_note(name, agg, n, m)
+            window = None
+            if not note:
+                fiba_common.warm_up(name, agg)
+                window = fiba_common.FilledWindow(name, agg, n, d, m)
+            for i in indices:
+                measure = runs[i][0]
+                bar.set_postfix_str(f"{measure} {agg} {name}")
+                rows[i] = dict(measure=measure, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
+                               rounds=cfg["rounds"], note=note, load_avg_1min=common.load_average(), **extra)
+                if window is not None:
+                    seconds, ev, ins = window.batches(m, cfg["rounds"], measure != "evict", True)
+                    ns = (ev if measure == "evict" else ins) / per_ns
+                    samples.setdefault(measure, {})[(name, agg)] = ns
+                    rows[i].update(seconds=round(sum(seconds), 3), **summarize(ns))
+                bar.update(1)
+            window = None  # free this window before the next one is built
     common.write_csv(out / "fiba_latency.csv", rows, COLUMNS)
     for measure, data in samples.items():
         what = "bulk evict" if measure == "evict" else f"insert {m} ({measure[7:]})"

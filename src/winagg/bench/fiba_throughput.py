@@ -9,7 +9,10 @@ Sweeps (n entries in the window; each round bulk evicts m, inserts m, queries):
 A point is the median of ``--fiba-repeat`` batches of ``--rounds`` items
 (``--rounds`` / 8 for bloom) run one after the other on one filled window,
 each timed in CPU time (``time.process_time``, so that other processes on a
-shared machine do not count); the fill is not timed.
+shared machine do not count). The window is filled once (untimed) per
+algorithm, aggregation and d, and the points of that window run on it one
+after the other (:class:`~winagg.bench.fiba_common.FilledWindow`). A window
+whose buffers would not fit in the available memory is skipped with a note.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ DEFAULTS = dict(algorithms=fiba_common.FIBA_ALGORITHMS + fiba_common.IN_ORDER, a
 QUICK = dict(algorithms=("b_fiba4", "nb_fiba4", "daba_lite"), aggs=("sum",), rounds=2 ** 12, fiba_window=2 ** 12,
              fiba_bloom_window=2 ** 10, fiba_max_bulk=6, fiba_max_distance=8, fiba_repeat=1)
 COLUMNS = ("sweep", "algorithm", "aggregation", "window", "bulk", "distance", "items", "repeats", "median_mitems_s",
-           "min_mitems_s", "max_mitems_s", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
+           "min_mitems_s", "max_mitems_s", "note", "load_avg_1min", "cpu", "cores", "python", "numba", "numpy",
+           "platform", "command")
 
 
 #: Settings whose command-line option starts with --fiba-.
@@ -82,20 +86,31 @@ def run(args) -> int:
         ("fiba_" + k if k in FIBA_OPTIONS else k): cfg[k]
         for k in ("algorithms", "aggs", "rounds", "window", "bloom_window", "max_bulk", "max_distance", "sweeps",
                   "repeat", "quick", "out")}))
-    rows = []
     points = plan(cfg)
+    rows = [None] * len(points)
     with common.progress(len(points), NAME) as bar:
-        for sweep, name, agg, n, m, d, bulk in points:
-            bar.set_postfix_str(f"{sweep} {agg} {name} m={m} d={d}")
-            fiba_common.warm_up(name, agg)
-            items = cfg["rounds"] // (8 if agg == "bloom" else 1)
-            rounds = max(1, items // m)
-            seconds, _, _ = fiba_common.run_rounds(name, agg, n, m, d, rounds, bulk, False, cfg["repeat"])
-            rates = sorted(rounds * m / max(s, 1e-9) / 1e6 for s in seconds)
-            rows.append(dict(sweep=sweep, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
-                             items=rounds * m, repeats=cfg["repeat"], median_mitems_s=round(float(np.median(rates)), 3),
-                             min_mitems_s=round(rates[0], 3), max_mitems_s=round(rates[-1], 3), **extra))
-            bar.update(1)
+        for (agg, name, n, d), indices in fiba_common.by_window(points).items():
+            largest = max(points[i][4] for i in indices)
+            note = fiba_common.memory_note(name, agg, n, largest)
+            window = None
+            if not note:
+                fiba_common.warm_up(name, agg)
+                window = fiba_common.FilledWindow(name, agg, n, d, largest)
+            for i in indices:
+                sweep, _, _, _, m, _, bulk = points[i]
+                bar.set_postfix_str(f"{sweep} {agg} {name} m={m} d={d}")
+                rows[i] = dict(sweep=sweep, algorithm=name, aggregation=agg, window=n, bulk=m, distance=d,
+                               note=note, load_avg_1min=common.load_average(), **extra)
+                if window is not None:
+                    items = cfg["rounds"] // (8 if agg == "bloom" else 1)
+                    rounds = max(1, items // m)
+                    seconds, _, _ = window.batches(m, rounds, bulk, False, cfg["repeat"])
+                    rates = sorted(rounds * m / max(s, 1e-9) / 1e6 for s in seconds)
+                    rows[i].update(items=rounds * m, repeats=cfg["repeat"],
+                                   median_mitems_s=round(float(np.median(rates)), 3),
+                                   min_mitems_s=round(rates[0], 3), max_mitems_s=round(rates[-1], 3))
+                bar.update(1)
+            window = None  # free this window before the next one is built
     common.write_csv(out / "fiba_throughput.csv", rows, COLUMNS)
     for sweep in cfg["sweeps"]:
         part = [dict(r, panel=f"{r['aggregation']} {sweep}") for r in rows if r["sweep"] == sweep]
