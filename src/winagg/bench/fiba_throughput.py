@@ -26,7 +26,7 @@ from . import common, fiba_common
 NAME = "fiba_throughput"
 DESCRIPTION = "million items/s vs bulk size m and out-of-order distance d (paper 004, Figs. 11-14)"
 DEFAULTS = dict(algorithms=fiba_common.FIBA_ALGORITHMS + fiba_common.IN_ORDER, aggs=("sum", "geomean", "bloom"),
-                rounds=2 ** 21, fiba_window=2 ** 22, fiba_bloom_window=2 ** 16, fiba_max_bulk=16, fiba_max_distance=20,
+                rounds=2 ** 21, fiba_window=2 ** 22, fiba_bloom_window=2 ** 22, fiba_max_bulk=16, fiba_max_distance=20,
                 fiba_repeat=3, fiba_sweeps=("m_single", "m_bulk", "d_m1024", "d_m1"), budget=600.0,
                 out="results/fiba_throughput")
 QUICK = dict(algorithms=("b_fiba4", "nb_fiba4", "daba_lite"), aggs=("sum",), rounds=2 ** 12, fiba_window=2 ** 12,

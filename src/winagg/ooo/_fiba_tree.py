@@ -980,11 +980,22 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     level_of = jit(level_of)
 
+    def bulk_insert_loop(b, st, bt, bv, m):
+        for q in range(m):
+            st = insert_at(b, st, bt[q], load(bv, q))
+        return st
+
+    bulk_insert_loop = slow(bulk_insert_loop)
+
     def bulk_insert_native(b, st, bt, bv, m):
         if m == 0:
             return st
         if m == 1:  # no scratch to allocate for a single entry
             return insert_at(b, st, bt[0], load(bv, 0))
+        if FINGER and (st[2] == 0 or youngest(b) < bt[0]):
+            # younger than every entry: appends at the right finger, O(1) amortized each, are
+            # the bulk insert at d = 0 without its scratch and merge passes
+            return bulk_insert_loop(b, st, bt, bv, m)
         room = m + 2
         return bulk_insert_work(b, st, bt, bv, m, talloc(room), alloc(room), ialloc(room), ialloc(8 * room),
                                 talloc(room), alloc(room), ialloc(room), ialloc(8 * room),
@@ -1114,13 +1125,6 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     bulk_insert_work = slow(bulk_insert_work)
     bulk_insert_native = nrt(bulk_insert_native)
-
-    def bulk_insert_loop(b, st, bt, bv, m):
-        for q in range(m):
-            st = insert_at(b, st, bt[q], load(bv, q))
-        return st
-
-    bulk_insert_loop = slow(bulk_insert_loop)
 
     # ------------------------------------------------------------ range query
     def range_query(b, st, lo, hi, lo_open):
