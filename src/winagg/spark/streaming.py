@@ -34,11 +34,14 @@ from .partition import _DEFINED_WHEN_EMPTY, Output, _key_values, compiled_plan
 class _KeyState:
     """What one key keeps between micro-batches (pickled into Spark's state store)."""
 
-    def __init__(self, outputs: Sequence[Output], span_us: int, keyed_columns: set):
+    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], keyed_columns: set):
         # Windows take closed-open (t - size, t]; integer microseconds make [t - span, t] that.
-        size = span_us + 1
-        self.windows = [Window(o.monoid, size=size, allowed_lateness=math.inf) for o in outputs]
-        self.counts = {o.column: Window("count", size=size, allowed_lateness=math.inf) for o in outputs}
+        self.windows = [Window(o.monoid, size=span + 1, allowed_lateness=math.inf)
+                        for o, span in zip(outputs, spans_us)]
+        # the non-null values of each input column in each window length (null when none)
+        self.counts = {(o.column, span): Window("count", size=span + 1, allowed_lateness=math.inf)
+                       for o, span in zip(outputs, spans_us)}
+        self.spans_us = list(spans_us)
         self.keyed_columns = keyed_columns
         self.pending: Optional[pd.DataFrame] = None  # events whose window is not final yet
         self.dropped = 0
@@ -46,7 +49,7 @@ class _KeyState:
     def add(self, events: pd.DataFrame, times: np.ndarray, outputs) -> None:
         for window, output in zip(self.windows, outputs):
             window.push_batch(times, self._values(events[output.column], output))
-        for column, window in self.counts.items():
+        for (column, _), window in self.counts.items():
             window.push_batch(times, self._values(events[column], None))
         self.pending = events if self.pending is None else pd.concat([self.pending, events], ignore_index=True)
 
@@ -73,8 +76,8 @@ class _KeyState:
             return None
         done, self.pending = self.pending[final].copy(), self.pending[~final].reset_index(drop=True)
         done_times = times[final]
-        for output, answer in zip(outputs, answers):
-            non_null = counts[output.column]
+        for output, answer, span in zip(outputs, answers, self.spans_us):
+            non_null = counts[(output.column, span)]
             empty_is_null = not isinstance(output.monoid, _DEFINED_WHEN_EMPTY)
             column = []
             for t in done_times.tolist():
@@ -109,7 +112,7 @@ def _processor_class():
             if self.state.exists():
                 return pickle.loads(self.state.get()[0])
             c = self.config
-            return _KeyState(c["outputs"], c["span_us"], c["keyed_columns"])
+            return _KeyState(c["outputs"], c["spans_us"], c["keyed_columns"])
 
         def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
             c = self.config
@@ -177,7 +180,8 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     """A streaming DataFrame: ``df``'s events with their sliding-window aggregates, once final.
 
     ``partition_by``, ``range`` and ``aggs`` mean what they mean for
-    :func:`winagg.spark.sliding` with a range frame; ``order_by`` is the event-time
+    :func:`winagg.spark.sliding` with a range frame (``range`` may also map each
+    output column to its own range); ``order_by`` is the event-time
     column (a timestamp) and ``lateness`` the watermark delay (a duration
     string, as for ``withWatermark``). Each event is emitted once, with the
     same columns as the batch result, after the watermark passes its time;
@@ -197,14 +201,18 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
                               f"got {df.schema[order_by].dataType.simpleString()}")
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
-    span_us = _span(range, df.schema[order_by].dataType)
     outputs = _outputs(df, aggs)
+    ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
+    missing = [o.name for o in outputs if o.name not in ranges]
+    if missing:
+        raise SparkInputError(f"range gives no range for the output column {missing[0]!r}")
+    spans_us = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
     keyed = {o.column for o in outputs
              if compiled_plan(o.monoid, _arrow_input_type(df, o.column))[1]}
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
-    config = {"outputs": outputs, "span_us": span_us, "time": order_by, "columns": columns,
+    config = {"outputs": outputs, "spans_us": spans_us, "time": order_by, "columns": columns,
               "keyed_columns": keyed, "dropped": accumulator}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)

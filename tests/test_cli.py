@@ -1,0 +1,29 @@
+"""The ``winagg`` command: every subcommand answers --help."""
+
+import pytest
+
+from winagg.cli import build_parser, main
+
+
+def _subcommands():
+    parser = build_parser()
+    actions = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sorted(actions[0].choices)
+
+
+def test_every_subcommand_has_help(capsys):
+    assert set(_subcommands()) >= {"demo", "algorithms", "bench", "pipeline"}
+    for name in _subcommands():
+        with pytest.raises(SystemExit) as stop:
+            main([name, "--help"])
+        assert stop.value.code == 0
+        assert f"winagg {name}" in capsys.readouterr().out
+
+
+def test_pipeline_help_names_its_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["pipeline", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--input", "--output", "--time", "--value", "--by", "--windows", "--master", "--stream",
+                 "--lateness", "--no-progress"):
+        assert flag in text
