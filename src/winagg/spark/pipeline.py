@@ -196,7 +196,13 @@ def stream_results(spark, df, grouping: str, config: PipelineConfig, workdir: Pa
             done = min(progress["batchId"] + 1, batches)
     if query.exception() is not None:
         raise query.exception()
-    return spark.read.parquet(str(sink)), dropped.value
+    result, lost = spark.read.parquet(str(sink)), dropped.value
+    expected = df.where(df[config.time].isNotNull()).count() - lost
+    emitted = result.count()
+    if emitted != expected:  # nothing may go missing silently
+        raise RuntimeError(f"the stream emitted {emitted:,} rows per {grouping} for {expected:,} events on time; "
+                           f"its checkpoint is in {checkpoint}")
+    return result, lost
 
 
 # ---------------------------------------------------------------- report
