@@ -293,6 +293,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             if (ints[x * S + RSP] != 0 and x != root) or (hit_right != 0 and x == root):
                 walk_down_fast(b, x, True)
 
+    repair_fast = hot(repair)
     repair = jit(repair)
 
     def size_of(b):
@@ -628,11 +629,13 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             x = p
         return x, hit_left, hit_right
 
+    rebalance_fast = hot(rebalance_after_evict)
     rebalance_after_evict = slow(rebalance_after_evict)
 
     def evict_rebalancing(b, x):
-        top, hit_left, hit_right = rebalance_after_evict(b, x)
-        repair(b, top, hit_left, hit_right)
+        # in order, every second or third eviction underflows the left finger: one call for all of it
+        top, hit_left, hit_right = rebalance_fast(b, x)
+        repair_fast(b, top, hit_left, hit_right)
 
     evict_rebalancing = slow(evict_rebalancing)
 
