@@ -26,6 +26,7 @@ EXPERIMENTS = {
     "fiba_throughput": "winagg.bench.fiba_throughput",
     "fiba_flights": "winagg.bench.fiba_flights",
     "window": "winagg.bench.window",
+    "spark": "winagg.bench.spark",
 }
 
 

@@ -97,3 +97,47 @@ def latency_png(samples: dict, aggs: list, algorithms: list, window: int, path: 
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel("latency per round (evict + insert + query)")
     _save(fig, path)
+
+
+#: Colours and labels of ``winagg bench spark``'s methods.
+SPARK_METHODS = (("winagg", "winagg.spark.sliding"), ("native_default", "Spark window, default"),
+                 ("native_segment_tree", "Spark window, segment tree"))
+
+
+def spark_png(rows: list, aggs: list, labels: list, path: Path) -> None:
+    """``winagg bench spark``: seconds per method and frame (log y), one panel per aggregation, and a
+    last panel of winagg's speed-ups over Spark's window function (default and segment tree).
+
+    ``labels`` name the frames in the order of the rows' points; the pass-through
+    run is a dashed line in every seconds panel.
+    """
+    fig, axes = _figure(len(aggs) + 1)
+    floor = [r["seconds"] for r in rows if r["method"] == "pass_through"]
+    points = list(dict.fromkeys((r["frame"], r["window"]) for r in rows if r["method"] != "pass_through"))
+    x = np.arange(len(points))
+    for ax, agg in zip(axes, aggs):
+        for index, (method, label) in enumerate(SPARK_METHODS):
+            seconds = {(r["frame"], r["window"]): r["seconds"] for r in rows
+                       if r["aggregation"] == agg and r["method"] == method}
+            ax.plot(x, [seconds.get(p, np.nan) for p in points], marker="o", label=label, color=f"C{index}")
+        if floor:
+            ax.axhline(floor[0], color="grey", linestyle="--", label="pass-through (mapInArrow)")
+        ax.set_yscale("log")
+        ax.set_title(agg)
+        ax.set_ylabel("seconds (median)")
+    ratios = axes[-1]
+    for index, agg in enumerate(aggs):
+        for method, style in (("native_default", "-"), ("native_segment_tree", "--")):
+            speedup = {(r["frame"], r["window"]): r.get(f"speedup_vs_{method}") for r in rows
+                       if r["aggregation"] == agg and r["method"] == "winagg"}
+            ratios.plot(x, [speedup.get(p) or np.nan for p in points], marker="o", linestyle=style,
+                        color=f"C{index + 3}", label=f"{agg} vs {'default' if method == 'native_default' else 'segment tree'}")
+    ratios.axhline(1.0, color="grey", linewidth=0.8)
+    ratios.set_yscale("log")
+    ratios.set_title("winagg speed-up")
+    ratios.set_ylabel("Spark seconds / winagg seconds")
+    for ax in axes:
+        ax.set_xticks(x, labels, rotation=20, fontsize="small")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="x-small")
+    _save(fig, path)

@@ -1,0 +1,391 @@
+"""Experiment ``spark``: winagg.spark.sliding vs Spark's own window functions on one DataFrame.
+
+The DataFrame (generated in Spark, cached and counted before any timing):
+``--spark-rows`` rows, ``--spark-keys`` keys (``key``, a long), an order column
+``t`` (a long, distinct within a key, rows arriving shuffled) and a double
+``v``. Within a key the order values are ``j * SPACING + jitter`` (jitter in
+``[0, SPACING)``), so a range frame ``rangeBetween(-(R - 1) * SPACING, 0)``
+holds about R rows: the range point "range ~R" is comparable with the row
+frame of R rows.
+
+For each row frame of ``--spark-windows`` rows and the range frame of about
+``--spark-range-rows`` rows, and each aggregation (``--aggs``, max and sum),
+these methods add the window column, each timed as a full action (a write to
+Spark's ``noop`` format, so every row is computed and nothing is stored):
+
+* ``winagg``: ``winagg.spark.sliding`` (repartition by key, sort within
+  partitions, mapInArrow with the compiled windows);
+* ``native_default``: ``F.max/F.sum(v).over(Window.partitionBy(key).orderBy(t)
+  .rowsBetween(-(N - 1), 0))`` (or ``rangeBetween``) with
+  ``spark.sql.window.segmentTree.enabled=false``, Spark's default, which
+  re-aggregates a moving frame on every row;
+* ``native_segment_tree``: the same with ``spark.sql.window.segmentTree.enabled=true``;
+* ``pass_through`` (once, not per window): the same repartition + sort +
+  mapInArrow as winagg, with a function that yields the batches unchanged: the
+  floor of any mapInArrow method.
+
+A point's ``seconds`` are the median wall-clock time of ``--repeat`` actions
+(the work runs in the JVM and in Python worker processes); ``cpu_seconds`` the
+median CPU time of all of them (this process and its descendants, which in
+local mode are the whole of Spark), less sensitive to other work on a shared
+machine. A point stops repeating once its runs add up to ``--budget`` seconds
+(Spark's default frame at 10,000 rows takes minutes); the CSV says how many
+ran. Every method is run once on a small DataFrame first (JVM code paths,
+Python workers, numba kernels), except with ``--quick``. Every winagg
+column is checked against the native column (the segment-tree run; both
+native settings compute the same function) by an aggregate of the differences
+over all rows: ``equal`` in the CSV, and the run fails if any point differs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+from . import common
+
+NAME = "spark"
+METHODS = ("winagg", "native_default", "native_segment_tree")
+DESCRIPTION = "winagg.spark.sliding vs Spark's window functions (default and segment tree), rows and range frames"
+DEFAULTS = dict(aggs=("max", "sum"), rounds=0, budget=200.0, out="results/spark", repeat=3, master="local[2]",
+                spark_rows=4_000_000, spark_keys=16, spark_windows=(100, 1000, 10_000), spark_range_rows=1000,
+                spark_partitions=8, spark_conf=(), spark_methods=METHODS)
+QUICK = dict(repeat=1, spark_rows=20_000, spark_windows=(10, 100), spark_range_rows=100, spark_partitions=2)
+PASS_THROUGH = "pass_through"
+#: Spark's switch between its default moving frame and the segment tree (since Spark 4.2; off by default; it
+#: serves frames of partitions of at least spark.sql.window.segmentTree.minPartitionRows = 64 rows).
+SEGMENT_TREE = "spark.sql.window.segmentTree.enabled"
+#: Order values of consecutive rows of a key are SPACING apart on average.
+SPACING = 10
+#: Relative tolerance of the equality check (sums of doubles in another order round differently).
+TOLERANCE = 1e-9
+COLUMNS = ("frame", "window", "range", "aggregation", "method", "seconds", "min_seconds", "max_seconds", "cpu_seconds",
+           "repeats", "rows", "keys", "partitions", "equal", "speedup_vs_native_default", "speedup_vs_native_segment_tree",
+           "load", "master", "spark", "arrow_batch", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
+
+
+def add_arguments(group) -> None:
+    """The options only this experiment takes (``--repeat`` is shared with ra_breakeven and flatfit)."""
+    group.add_argument("--master", metavar="URL", help="Spark master (default local[2])")
+    group.add_argument("--spark-rows", type=int, metavar="N", help="rows of the DataFrame (default 4,000,000)")
+    group.add_argument("--spark-keys", type=int, metavar="K", help="keys of the DataFrame (default 16)")
+    group.add_argument("--spark-windows", type=int, nargs="+", metavar="N",
+                       help="row frames, in rows (default 100 1000 10000)")
+    group.add_argument("--spark-range-rows", type=int, metavar="R",
+                       help="the range frame holds about R rows (default 1000; 0: no range frame)")
+    group.add_argument("--spark-partitions", type=int, metavar="P",
+                       help="partitions of the shuffle by key, for every method (default 8)")
+    group.add_argument("--spark-methods", nargs="+", metavar="NAME",
+                       help=f"methods to time, of: {' '.join(METHODS)} (default: all; the pass-through always runs)")
+    group.add_argument("--spark-conf", nargs="+", metavar="KEY=VALUE",
+                       help="more Spark settings, e.g. spark.sql.execution.arrow.maxRecordsPerBatch=20000")
+
+
+# ---------------------------------------------------------------- settings and session
+def _settings(args) -> dict:
+    get = lambda name: common.option(args, name, DEFAULTS, QUICK)  # noqa: E731
+    cfg = {name: get(name) for name in ("budget", "out", "repeat", "master", "spark_rows", "spark_keys",
+                                        "spark_range_rows", "spark_partitions")}
+    cfg.update(aggs=common.names(get("aggs")), spark_windows=[int(w) for w in get("spark_windows")],
+               spark_conf=list(get("spark_conf")), spark_methods=common.names(get("spark_methods")),
+               quick=bool(args.quick))
+    unknown = [m for m in cfg["spark_methods"] if m not in METHODS]
+    if unknown:
+        raise SystemExit(f"winagg bench spark: unknown method {unknown[0]!r} (methods: {' '.join(METHODS)})")
+    for agg in cfg["aggs"]:
+        if agg not in ("max", "min", "sum"):
+            raise SystemExit(f"winagg bench spark: --aggs takes max, min and sum (Spark's windowed "
+                             f"aggregates that the segment tree serves), got {agg!r}")
+    if cfg["spark_rows"] < cfg["spark_keys"] or cfg["spark_keys"] < 1:
+        raise SystemExit("winagg bench spark: --spark-rows must be at least --spark-keys >= 1")
+    return cfg
+
+
+def _conf_pairs(items) -> dict:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"winagg bench spark: --spark-conf takes KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _session(cfg):
+    """``(spark, finish)``: a winagg session on the master, and what to call at the end.
+
+    A session made here is stopped at the end; in a caller's session (tests, a
+    notebook) the run-time settings changed here are put back instead.
+    """
+    from pyspark.sql import SparkSession
+
+    from ..spark import session
+
+    existing = SparkSession.getActiveSession()
+    conf = {"spark.sql.shuffle.partitions": str(cfg["spark_partitions"]), **_conf_pairs(cfg["spark_conf"])}
+    if existing is None:
+        spark = session(cfg["master"], app_name="winagg-bench-spark", conf=conf)
+        return spark, spark.stop
+    spark = existing
+    before = {key: spark.conf.get(key, None) for key in [*conf, SEGMENT_TREE]}
+    for key, value in conf.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception:  # static settings (memory, ...) stay the caller's
+            before.pop(key)
+
+    def finish():
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+
+    return spark, finish
+
+
+# ---------------------------------------------------------------- data and methods
+def _multiplier(rows: int) -> int:
+    """An odd multiplier coprime with ``rows``: ``(i * a + b) % rows`` is a permutation of the rows."""
+    a = 1_000_003
+    while math.gcd(a, rows) != 1:
+        a += 2
+    return a
+
+
+def make_data(spark, rows: int, keys: int):
+    """The cached, counted DataFrame ``key, t, v`` (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    position = (F.col("id") * _multiplier(rows) + 12_345) % rows  # row id -> its place in key/order
+    mix = (position * 2_654_435_761 + 97) % 1_000_003  # a deterministic pseudo-random number per row
+    df = (spark.range(rows, numPartitions=max(2, int(spark.conf.get("spark.sql.shuffle.partitions"))))
+          .select(position.alias("p"), mix.alias("m"))
+          .select((F.col("p") % keys).alias("key"),
+                  (F.floor(F.col("p") / keys) * SPACING + F.col("m") % SPACING).alias("t"),
+                  (F.col("m") / 1000.0 - 500.0).alias("v")))
+    df = df.cache()
+    df.count()
+    return df
+
+
+def frame_span(frame: str, window: int):
+    """``(rows, range)`` arguments of winagg.spark.sliding for this point."""
+    return (window, None) if frame == "rows" else (None, (window - 1) * SPACING)
+
+
+def _native(df, frame: str, window: int, agg: str):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spec = Window.partitionBy("key").orderBy("t")
+    rows, span = frame_span(frame, window)
+    spec = spec.rowsBetween(-(rows - 1), 0) if frame == "rows" else spec.rangeBetween(-span, 0)
+    return df.withColumn(f"native_{agg}", getattr(F, agg)("v").over(spec))
+
+
+def _winagg(df, frame: str, window: int, agg: str, partitions: int):
+    from ..spark import sliding
+
+    rows, span = frame_span(frame, window)
+    return sliding(df, partition_by="key", order_by="t", rows=rows, range=span, aggs={f"w_{agg}": (agg, "v")},
+                   num_partitions=partitions)
+
+
+def _unchanged(batches):
+    yield from batches
+
+
+def _pass_through(df, partitions: int):
+    return df.repartition(partitions, "key").sortWithinPartitions("key", "t").mapInArrow(_unchanged, df.schema)
+
+
+def method_frame(spark, df, method: str, frame: str, window: int, agg: str, partitions: int):
+    """The DataFrame of ``method`` at this point, with Spark's segment-tree switch set for it."""
+    if method == PASS_THROUGH:
+        return _pass_through(df, partitions)
+    if method == "winagg":
+        return _winagg(df, frame, window, agg, partitions)
+    spark.conf.set(SEGMENT_TREE, "true" if method == "native_segment_tree" else "false")
+    return _native(df, frame, window, agg)
+
+
+def _process_tree_cpu() -> float:
+    """CPU seconds (user + system, with reaped children) of this process and all its descendants.
+
+    In local mode they are the whole of Spark: the JVM, its Python daemon and
+    workers. NaN where there is no Linux /proc.
+    """
+    parents, ticks = {}, {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return math.nan
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after "pid (command)"
+        except OSError:  # the process ended meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    tree, frontier = {os.getpid()}, [os.getpid()]
+    children = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            if child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def _force(frame) -> tuple:
+    """``(wall, cpu)`` seconds of an action that computes every row and column of ``frame``."""
+    cpu, began = _process_tree_cpu(), time.perf_counter()
+    frame.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - began, _process_tree_cpu() - cpu
+
+
+def timed(make_frame, repeat: int, budget: float) -> list:
+    """``(wall, cpu)`` seconds of up to ``repeat`` actions, fewer once their wall time adds up to ``budget`` (> 0)."""
+    runs = []
+    while len(runs) < repeat and not (budget > 0 and sum(wall for wall, _ in runs) >= budget):
+        runs.append(_force(make_frame()))
+    return runs
+
+
+def check_equal(spark, df, frame: str, window: int, agg: str, partitions: int) -> tuple:
+    """``(equal, rows, worst)``: winagg's column against Spark's (segment tree on) over every row."""
+    from pyspark.sql import functions as F
+
+    spark.conf.set(SEGMENT_TREE, "true")
+    mine, theirs = F.col(f"w_{agg}"), F.col(f"native_{agg}")
+    both = _native(_winagg(df, frame, window, agg, partitions), frame, window, agg)
+    gap = F.abs(mine - theirs)
+    differs = (mine.isNull() != theirs.isNull()) | (gap > TOLERANCE * F.greatest(F.abs(theirs), F.lit(1.0)))
+    row = both.agg(F.count(F.lit(1)).alias("rows"), F.sum(differs.cast("long")).alias("differ"),
+                   F.max(gap).alias("worst")).first()
+    return row["differ"] == 0, row["rows"], row["worst"]
+
+
+# ---------------------------------------------------------------- the experiment
+def points(cfg) -> list:
+    """``(frame, window)`` of every point: the row frames, then the range frame."""
+    out = [("rows", w) for w in cfg["spark_windows"]]
+    if cfg["spark_range_rows"]:
+        out.append(("range", cfg["spark_range_rows"]))
+    return out
+
+
+def _warm_up(spark, cfg, plan):
+    """Every method once on a small DataFrame: JVM code paths, Python workers, numba kernels."""
+    small = make_data(spark, min(cfg["spark_rows"], 200 * cfg["spark_keys"]), cfg["spark_keys"])
+    _force(_pass_through(small, cfg["spark_partitions"]))
+    for frame in sorted({f for f, _ in plan}):
+        for agg in cfg["aggs"]:
+            for method in cfg["spark_methods"]:
+                _force(method_frame(spark, small, method, frame, 10, agg, cfg["spark_partitions"]))
+    small.unpersist()
+
+
+def _row(cfg, frame, window, agg, method, runs, extra):
+    wall, cpu = [w for w, _ in runs], [c for _, c in runs]
+    return dict(frame=frame, window=window, range=frame_span(frame, window)[1] if frame == "range" else "",
+                aggregation=agg, method=method, seconds=round(statistics.median(wall), 3),
+                min_seconds=round(min(wall), 3), max_seconds=round(max(wall), 3),
+                cpu_seconds=round(statistics.median(cpu), 3), repeats=len(runs),
+                rows=cfg["spark_rows"], keys=cfg["spark_keys"], partitions=cfg["spark_partitions"],
+                load=common.load_average(), **extra)
+
+
+def _speedups(table):
+    seconds = {(r["frame"], r["window"], r["aggregation"], r["method"]): r["seconds"] for r in table}
+    for row in table:
+        if row["method"] == "winagg":
+            point = (row["frame"], row["window"], row["aggregation"])
+            for method in ("native_default", "native_segment_tree"):
+                if seconds.get(point + (method,)):
+                    row[f"speedup_vs_{method}"] = round(seconds[point + (method,)] / row["seconds"], 2)
+
+
+def run(args) -> int:
+    """Run the experiment; write spark.csv and spark.png into --out."""
+    import pyspark
+
+    cfg = _settings(args)
+    out = Path(cfg["out"])
+    plan = points(cfg)
+    spark, finish = _session(cfg)
+    try:
+        extra = dict(common.machine_info(), master=cfg["master"], spark=pyspark.__version__,
+                     arrow_batch=spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch"),
+                     command=common.command_line(NAME, {k: cfg[k] for k in (
+                         "master", "spark_rows", "spark_keys", "spark_windows", "spark_range_rows",
+                         "spark_partitions", "aggs", "spark_methods", "repeat", "budget", "spark_conf", "quick", "out")
+                         if cfg[k] or k != "spark_conf"}))
+        table = _measure(spark, cfg, plan, extra)
+    finally:
+        finish()
+    _speedups(table)
+    common.write_csv(out / "spark.csv", table, COLUMNS)
+    from .plots import spark_png
+
+    spark_png(table, cfg["aggs"], [f"{frame} {window:,}" if frame == "rows" else f"range ~{window:,}"
+                                   for frame, window in plan], out / "spark.png")
+    _report(table, out)
+    unequal = [r for r in table if r.get("equal") is False]
+    if unequal:
+        raise SystemExit("winagg bench spark: winagg.spark.sliding differs from Spark's window function at "
+                         + ", ".join(f"{r['frame']} {r['window']} {r['aggregation']}" for r in unequal))
+    return 0
+
+
+def _measure(spark, cfg, plan, extra) -> list:
+    parts, repeat, budget = cfg["spark_partitions"], cfg["repeat"], cfg["budget"]
+    with common.progress(2 + len(plan) * len(cfg["aggs"]) * len(cfg["spark_methods"]), NAME) as bar:
+        bar.set_postfix_str("data and warm-up")
+        df = make_data(spark, cfg["spark_rows"], cfg["spark_keys"])
+        if not cfg["quick"]:  # the quick DataFrame is as small as the warm-up's
+            _warm_up(spark, cfg, plan)
+        bar.update(1)
+        bar.set_postfix_str(PASS_THROUGH)
+        runs = timed(lambda: _pass_through(df, parts), repeat, budget)
+        table = [_row(cfg, "none", 0, "none", PASS_THROUGH, runs, extra)]
+        bar.update(1)
+        for frame, window in plan:
+            for agg in cfg["aggs"]:
+                for method in cfg["spark_methods"]:
+                    bar.set_postfix_str(f"{frame} {window} {agg} {method}")
+                    runs = timed(lambda: method_frame(spark, df, method, frame, window, agg, parts), repeat, budget)
+                    row = _row(cfg, frame, window, agg, method, runs, extra)
+                    if method == "winagg":
+                        row["equal"], _, worst = check_equal(spark, df, frame, window, agg, parts)
+                        if not row["equal"]:
+                            print(f"NOT EQUAL: {frame} {window} {agg}: largest difference {worst}")
+                    table.append(row)
+                    bar.update(1)
+        df.unpersist()
+    return table
+
+
+def _report(table, out: Path) -> None:
+    floor = next(r for r in table if r["method"] == PASS_THROUGH)
+    print(f"pass-through (repartition + sort + mapInArrow, batches unchanged): {floor['seconds']:.2f} s "
+          f"({floor['cpu_seconds']:.2f} s CPU)")
+    print("seconds: wall-clock median (CPU seconds of the Spark processes); speed-up: Spark wall / winagg wall")
+    print(f"{'frame':6s} {'window':>7s} {'agg':4s} " + " ".join(f"{m:>20s}" for m in METHODS)
+          + f" {'x default':>9s} {'x segtree':>9s} equal")
+    points = {}
+    for r in table:
+        if r["method"] != PASS_THROUGH:
+            points.setdefault((r["frame"], r["window"], r["aggregation"]), {})[r["method"]] = r
+    for (frame, window, agg), by in points.items():
+        mine = by.get("winagg", {})
+        cells = [f"{by[m]['seconds']:8.2f} ({by[m]['cpu_seconds']:8.2f})" if m in by else f"{'-':>20s}"
+                 for m in METHODS]
+        print(f"{frame:6s} {window:7,d} {agg:4s} " + " ".join(cells)
+              + f" {mine.get('speedup_vs_native_default', ''):>9} {mine.get('speedup_vs_native_segment_tree', ''):>9}"
+              f" {mine.get('equal', '')}")
+    print(f"load average {common.load_average()}; wrote {out / 'spark.csv'} and spark.png")
