@@ -39,3 +39,20 @@ def test_kernels_compiled_in_different_processes_load_together(tmp_path):
     assert again["soe:sum"] == 680.0
     # every kernel was found in the cache: a miss would have compiled and saved a new entry
     assert sorted(tmp_path.rglob("*.nbc")) == cached
+
+
+def test_the_same_code_with_other_options_is_another_cache_entry():
+    # a function compiled without numba's runtime once must not be loaded from the cache
+    # for the same code compiled with other options (it was: the key held only the code)
+    from winagg import jitcache
+
+    def make():
+        def plus_one(x):
+            return x + 1
+        return plus_one
+
+    plain, flat = jitcache.njit(make()), jitcache.njit(make(), _nrt=False, forceinline=True)
+    again = jitcache.njit(make(), _nrt=False, forceinline=True)
+    assert plain.py_func.__qualname__ != flat.py_func.__qualname__
+    assert flat.py_func.__qualname__ == again.py_func.__qualname__
+    assert plain(1) == flat(1) == 2

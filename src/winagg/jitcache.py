@@ -73,8 +73,13 @@ def njit(fn=None, **options):
     # numba names a compiled function after its qualified name and a per-process counter.
     # Two closures of one source function, compiled in different processes and loaded from
     # the cache into one, could get the same symbol and share (or miss) an environment;
-    # the digest in the name keeps every specialisation's symbols apart.
-    fn.__qualname__ = f"{fn.__qualname__}_{function_digest(fn)[:16]}"
+    # the digest in the name keeps every specialisation's symbols apart. The options join
+    # the digest (and so the cache key, which hashes the name): the same code compiled with
+    # other options (without the runtime, inlined) is other machine code.
+    digest = function_digest(fn)
+    if options:
+        digest = hashlib.sha256(f"{digest} {sorted(options.items())!r}".encode()).hexdigest()
+    fn.__qualname__ = f"{fn.__qualname__}_{digest[:16]}"
     dispatcher = nb.njit(**options)(fn)
     dispatcher._cache = _StableClosureCache(fn)
     return dispatcher

@@ -48,13 +48,13 @@ VIRTUAL_CAPACITY = 1 << 46
 def hot_path_jit(ops):
     """The decorator for the MTA's per-item operations under ``ops`` (see the comment)."""
     # numba's reference-count pruning gives up on functions with loops and calls like
-    # insert's carry and evict's stack refill: inlined into a kernel loop, they paid atomic
-    # increments and decrements of both buffers on every row (amta ran at half two_stacks'
-    # speed, lmta at ~3M rows/s). With scalar or tuple partials nothing allocates, so they
-    # are compiled apart without the runtime: a plain call per row costs far less.
-    # Vector partials allocate in combine and stay inlined; Python mode is unchanged.
-    out_of_line = ops.jit_loop
-    return ops.jit if out_of_line is ops.jit_call else out_of_line
+    # insert's carry and evict's stack refill: inlined by numba into a kernel loop, they paid
+    # atomic increments and decrements of both buffers on every row (amta ran at half
+    # two_stacks' speed, lmta at ~3M rows/s); as calls of their own (ops.jit_loop) they paid
+    # a call with the whole state through memory, twice per row. ops.jit_flat compiles them
+    # without the runtime and lets LLVM inline them: neither cost. Vector partials allocate
+    # in combine and stay inlined by numba; Python mode is unchanged.
+    return ops.jit_flat
 
 
 @nb.njit(cache=True)
