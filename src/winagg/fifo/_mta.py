@@ -57,6 +57,15 @@ def hot_path_jit(ops):
     return ops.jit_flat
 
 
+@nb.njit(inline="always")
+def _unsigned(slot):
+    return np.uint64(slot)
+
+
+def _as_is(slot):
+    return slot
+
+
 @nb.njit(cache=True)
 def _int_array(n):
     return np.zeros(n, np.int64)
@@ -92,6 +101,8 @@ class Tree(NamedTuple):
     new_tree: object       # new_tree(ring) -> (vals, meta): empty window, one level
     get: object            # get(vals, meta, level, index) -> partial
     put: object            # put(vals, meta, level, index, partial)
+    get_stack: object      # get_stack(vals, meta, i) -> the AMTA stack's entry i
+    put_stack: object      # put_stack(vals, meta, i, partial)
     pair_agg: object       # pair_agg(vals, meta, level, pair) -> aggregate of the pair's live elements
     repair_left: object    # repair_left(vals, meta, h): recompute the leftmost branch bottom-up
     regrow: object         # regrow(vals, meta, h, stack_size) -> (vals, meta) with twice the ring sizes
@@ -103,6 +114,9 @@ def build_tree(ops, virtual: bool = False) -> Tree:
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     python_mode = ops.alloc is PYTHON.alloc or virtual
     int_buffer = _int_list if python_mode else _int_array
+    # Slots are never negative: compiled, as unsigned integers, the loads and stores skip
+    # numba's wraparound of negative indices (two instructions per access).
+    slot = _as_is if python_mode else _unsigned
 
     def lay_out(meta, ring):
         # level 0 gets the whole ring, each level above half of the one below (at least 16)
@@ -131,14 +145,24 @@ def build_tree(ops, virtual: bool = False) -> Tree:
         return alloc(total), meta
 
     def get(vals, meta, level, index):
-        return load(vals, meta[OFF + level] + (index & meta[MASK + level]))
+        return load(vals, slot(meta[OFF + level] + (index & meta[MASK + level])))
 
     get = jit(get)
 
     def put(vals, meta, level, index, value):
-        store(vals, meta[OFF + level] + (index & meta[MASK + level]), value)
+        store(vals, slot(meta[OFF + level] + (index & meta[MASK + level])), value)
 
     put = jit(put)
+
+    def get_stack(vals, meta, i):
+        return load(vals, slot(meta[STACK] + i))
+
+    get_stack = jit(get_stack)
+
+    def put_stack(vals, meta, i, value):
+        store(vals, slot(meta[STACK] + i), value)
+
+    put_stack = jit(put_stack)
 
     def pair_agg(vals, meta, level, pair):
         left = meta[BASE + level] + 2 * pair
@@ -171,7 +195,7 @@ def build_tree(ops, virtual: bool = False) -> Tree:
             for index in range(meta[LO + level], meta[HI + level]):
                 put(new_vals, new_meta, level, index, get(vals, meta, level, index))
         for i in range(stack_size):
-            store(new_vals, new_meta[STACK] + i, load(vals, meta[STACK] + i))
+            put_stack(new_vals, new_meta, i, get_stack(vals, meta, i))
         return new_vals, new_meta
 
     regrow = ops.jit_call(regrow)
@@ -209,7 +233,7 @@ def build_tree(ops, virtual: bool = False) -> Tree:
 
     removable = jit(removable)
 
-    return Tree(jit(new_tree), get, put, pair_agg, repair_left, regrow, removable)
+    return Tree(jit(new_tree), get, put, get_stack, put_stack, pair_agg, repair_left, regrow, removable)
 
 
 @nb.njit(cache=True)

@@ -34,9 +34,10 @@ INFO = dict(order="fifo", needs_inverse=False,
 
 def build(ops, virtual: bool = False):
     """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store."""
-    combine, identity, load, store, jit = ops.combine, ops.identity, ops.load, ops.store, ops.jit
+    combine, identity, jit = ops.combine, ops.identity, ops.jit
     tree = build_tree(ops, virtual)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
+    get_stack, put_stack = tree.get_stack, tree.put_stack
     hot = hot_path_jit(ops)
 
     def init(capacity):
@@ -50,12 +51,11 @@ def build(ops, virtual: bool = False):
         # the oldest item, which are never stale. Returns (stack size, R0).
         sp = 0
         acc = identity
-        stack_at = meta[STACK]
         for level in range(h - 1, -1, -1):
             lo = meta[LO + level]
             if ((lo - meta[BASE + level]) & 1) == 0 and lo + 1 < meta[HI + level]:
                 acc = combine(get(vals, meta, level, lo + 1), acc)
-                store(vals, stack_at + sp, acc)
+                put_stack(vals, meta, sp, acc)
                 sp += 1
         return sp, combine(get(vals, meta, 0, meta[LO]), acc)
 
@@ -124,7 +124,7 @@ def build(ops, virtual: bool = False):
         if sp > 0:
             sp -= 1
             # a copy: the stack slot is reused below (vector partials load as views)
-            r0 = combine(load(vals, meta[STACK] + sp), identity)
+            r0 = combine(get_stack(vals, meta, sp), identity)
         else:
             r0 = identity
         first += 1
@@ -141,13 +141,12 @@ def build(ops, virtual: bool = False):
             # below, alone on it now, is the oldest tree (rebuild R0 and R1: digest fix)
             return rebuild(vals, meta, mask, first, end, h - 1)
         # new head pairs below `level` are full: push their stack entries, top down (Algorithm 7)
-        stack_at = meta[STACK]
-        acc = load(vals, stack_at + sp - 1) if sp > 0 else identity
+        acc = get_stack(vals, meta, sp - 1) if sp > 0 else identity
         for below in range(level - 1, -1, -1):
             lo = meta[LO + below]
             if lo + 1 < meta[HI + below]:
                 acc = combine(get(vals, meta, below, lo + 1), acc)
-                store(vals, stack_at + sp, acc)
+                put_stack(vals, meta, sp, acc)
                 sp += 1
         return (mask, first, end, h, sp, r0, r1)
 
