@@ -80,3 +80,14 @@ def test_budget_cuts_then_skips_recalc_only():
     assert rounds == 0 and note.startswith("skipped")
     assert throughput.fit_budget("recalc", 2 ** 20, 1000, None, 0.1) == (1000, "")  # nothing to predict from
     assert throughput.fit_budget("daba", 2 ** 20, 1000, 1e-9, 1e-6) == (1000, "")  # O(1): never cut
+
+
+def test_throughput_runs_the_mtas_whose_space_is_prose(tmp_path):
+    # amta/lmta describe their space as "about 2n partials (...)", which the memory check
+    # could not parse: `winagg bench throughput --algorithms amta` stopped with a ValueError
+    assert throughput.space_factor("about 2n partials (n items plus n internal nodes)") == 2
+    assert [throughput.space_factor(s) for s in ("2n", "3n", "n + 1", "O(n)")] == [2, 3, 1, 1]
+    out = tmp_path / "throughput"
+    assert main(["bench", "throughput", "--quick", "--algorithms", "amta", "--aggs", "sum",
+                 "--out", str(out)]) == 0
+    assert [r["window"] for r in _read(out / "throughput.csv")] == ["1", "32"]

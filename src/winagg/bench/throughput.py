@@ -17,6 +17,7 @@ The O(1) algorithms always run every size in full.
 
 from __future__ import annotations
 
+import re
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -121,10 +122,16 @@ def _partial_bytes(agg: str) -> int:
     return sum(a.nbytes for a in buf) if isinstance(buf, tuple) else buf.nbytes
 
 
+def space_factor(space: str) -> int:
+    """The number of n-slot buffers an algorithm's ``space`` names: 2 for "2n" or "about 2n ...", 1 for "n + 1"."""
+    match = re.search(r"(\d*)\s*n\b", space)
+    return int(match.group(1) or 1) if match else 1
+
+
 def memory_note(algorithm: str, agg: str, n: int, rows: int) -> str:
     """A skip note when the run's buffers would not fit comfortably in memory, else ''."""
-    space = registry.info(algorithm).space  # "2n", "n + 1", ...: the number of n-slot buffers
-    buffers = int(space.split("n")[0] or 1)
+    space = registry.info(algorithm).space  # "2n", "n + 1", "about 2n partials", ...
+    buffers = space_factor(space)
     need = power_of_two_at_least(n + 1) * _partial_bytes(agg) * buffers + 16 * rows  # + values, result
     available = common.available_memory()
     if available and need > MEMORY_SHARE * available:
