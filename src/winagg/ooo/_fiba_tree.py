@@ -133,8 +133,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         probe = alloc(1)
         vector = isinstance(probe, np.ndarray) and probe.ndim == 2  # combine allocates: keep the runtime
         if vector:
-            jit = hot = entry = ops.jit
-            slow = ops.jit_call
+            # a combine allocates (and costs more than a call): everything out of line, which
+            # also keeps compiling each function once instead of once per call site
+            jit = hot = slow = entry = ops.jit_call
         else:
             # Reference counting cost ~30 ns per buffer access in the tree's branchy loops; with
             # scalar partials nothing here allocates, so the tree runs without the runtime.
