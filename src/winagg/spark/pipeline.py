@@ -102,11 +102,15 @@ def _read_input(spark, config: PipelineConfig):
                                      f"{', '.join(df.columns)}); name another with --{role}")
     kind = df.schema[config.time].dataType
     if isinstance(kind, StringType):
-        parsed = df.withColumn(config.time, F.try_to_timestamp(config.time))
-        bad = parsed.where(F.col(config.time).isNull() & df[config.time].isNotNull()).count()
+        # Parse into a side column so the raw text stays at hand for the error message.
+        parsed = df.withColumn("__parsed_time", F.try_to_timestamp(config.time))
+        unparsed = parsed.where(F.col("__parsed_time").isNull() & F.col(config.time).isNotNull())
+        bad = unparsed.count()
         if bad:
+            example = unparsed.select(config.time).first()[0]
             raise PipelineInputError(f"the time column {config.time!r} holds text that is not a time "
-                                     f"({bad} rows), e.g. {df.where(parsed[config.time].isNull()).first()[config.time]!r}")
+                                     f"({bad} rows), e.g. {example!r}")
+        parsed = parsed.withColumn(config.time, F.col("__parsed_time")).drop("__parsed_time")
         df = parsed
     elif isinstance(kind, DateType):
         df = df.withColumn(config.time, F.col(config.time).cast("timestamp"))
