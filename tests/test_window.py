@@ -136,6 +136,23 @@ def test_long_random_streams_with_float_times_and_pickle_cuts():
         run_both(window, model, ops, cut=rng.randrange(300))
 
 
+@pytest.mark.parametrize("aggregation", ["sum", "max", "hll"])
+def test_a_pickled_window_holds_what_it_keeps_not_its_largest_batch(aggregation):
+    rng = random.Random(3)
+    times = [rng.uniform(0, 1000) for _ in range(4_000)]  # one burst, out of order
+    values = [rng.randint(1, 9) for _ in times]
+    window = Window(aggregation, size=20.0, allowed_lateness=1000.0)
+    model = WindowModel(winagg.aggregations.get(aggregation), [20.0], None, 1000.0)
+    same_results(window.push_batch(times, values), model.push_batch(times, values))
+    same_results(window.advance_watermark(1000.0), model.advance(1000.0))  # keeps the last ~20 time units
+    assert 40 < len(window._fast.live) < 140
+    pool_bytes = sum(buffer.nbytes for buffer in window._fast.bufs)
+    pickled = pickle.dumps(window)
+    assert len(pickled) < pool_bytes / 10
+    later = [("push", 1000.0 + rng.uniform(0, 30), rng.randint(1, 9)) for _ in range(300)]
+    run_both(pickle.loads(pickled), model, later)
+
+
 # ---------------------------------------------------------------- the docstring, sentence by sentence
 def test_watermark_is_largest_time_minus_lateness_and_never_goes_back():
     w = Window("sum", size=10, allowed_lateness=3)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from typing import Any, List, NamedTuple, Optional, Sequence, Union
@@ -613,6 +614,20 @@ class Window:
 
         return pd.DataFrame.from_records(list(results), columns=list(WindowResult._fields))
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        fast = self._fast
+        # A tree keeps the node pool of the largest batch it ever held; pickle (Spark state,
+        # checkpoints) a copy sized for what the window holds now.
+        if fast is not None and fast.bufs is not None and fast.st[0] > 2 * fast.st[2] + 64:
+            kernel = compact_kernel(self.monoid.compiled_for(np.dtype(np.float64)), fast.time_type)
+            bufs, st = kernel(fast.bufs, fast.st, np.unique(fast.live))
+            if st[2] == fast.st[2]:
+                compact = copy.copy(fast)
+                compact.bufs, compact.st = bufs, st
+                state["_fast"] = compact
+        return state
+
     def __repr__(self):
         shape = f"rows={self.sizes[0]}" if self.kind == "rows" else f"size={self.sizes}"
         return (f"<winagg.Window {self.monoid.name} {shape} slide={self.slide} over {self.algorithm}, "
@@ -674,6 +689,38 @@ def batch_kernel(spec, time_type: str):
 
     _BATCH_KERNELS[key] = (kernel, fresh)
     return _BATCH_KERNELS[key]
+
+
+def compact_kernel(spec, time_type: str):
+    """``kernel(bufs, st, times) -> (bufs, st)``: a tree holding just the entries at ``times``.
+
+    ``times`` are the distinct times of the tree's entries, sorted. The new tree is
+    sized for them; the old one keeps the node pool of the largest batch it ever held.
+    """
+    key = ("compact", spec.key, time_type)
+    if key in _BATCH_KERNELS:
+        return _BATCH_KERNELS[key]
+    from . import jitcache
+    from .ooo._fiba_kernels import tree_funcs
+
+    f = tree_funcs(spec, None, time_type)
+    init, bulk_insert, range_query, reserve = f.init, f.bulk_insert, f.range_query, f.reserve
+    alloc, store = spec.layout.alloc, spec.layout.store
+
+    @jitcache.njit
+    def kernel(b, st, when):
+        m = when.shape[0]
+        partials = alloc(m)
+        for j in range(m):
+            store(partials, j, range_query(b, st, when[j], when[j], False))
+        nb, nst = init(16)
+        if m > 0:
+            nb, nst = reserve(nb, nst, m)
+            nst = bulk_insert(nb, nst, when, partials, m)
+        return nb, nst
+
+    _BATCH_KERNELS[key] = kernel
+    return kernel
 
 
 class _CompiledPerEvent:

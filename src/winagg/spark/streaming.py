@@ -125,8 +125,8 @@ def _processor_class():
                 # fires once the watermark (ms) reaches past the oldest pending time (us)
                 oldest = int(_micros(key_state.pending[c["time"]]).min())
                 self.handle.registerTimer(oldest // 1000 + 1)
-            # Compressed: a FiBA tree keeps the capacity of its largest micro-batch, mostly empty
-            # (for HyperLogLog partials, hundreds of MB that compress 50x).
+            # A Window pickles its tree sized for what it holds; HyperLogLog registers are
+            # mostly zeros, so compression still shrinks the state several times.
             self.state.update((zlib.compress(pickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL), 1),))
             if done is not None and len(done):
                 yield done[c["columns"]]
