@@ -640,9 +640,37 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     evict_rebalancing = slow(evict_rebalancing)
 
+    def drop_oldest_refold(b, x):
+        """Drop the left finger's oldest entry and refold its left aggregate in the same pass.
+
+        For a left-finger leaf below the root that keeps at least MINK entries (the in-order
+        evict without rebalancing): the shift and the fold read each entry once.
+        """
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        r = x * S
+        n = ints[r + NK] - 1
+        acc = identity
+        for j in range(n):
+            keys[x * E + j] = keys[x * E + j + 1]
+            v = load(parts, x * E + j + 1)
+            store(parts, x * E + j, v)
+            acc = combine(acc, v)
+        ints[r + NK] = n
+        p = ints[r + PAR]
+        if p != ints[ROOT]:  # younger than the whole leaf: the parent's left aggregate
+            acc = combine(acc, load(parts, p * E + W))
+            n += ints[p * S + CNT]
+        store(parts, x * E + W, acc)
+        ints[r + CNT] = n
+
+    drop_oldest_refold = hot(drop_oldest_refold)
+
     def evict(b, st):
         ints = b[INTS]
         x = ints[LF]
+        if FINGER and x != ints[ROOT] and ints[x * S + NK] > MINK and ints[x * S + RSP] == 0:
+            drop_oldest_refold(b, x)  # a left-spine leaf: its aggregate is LEFT
+            return state(b)
         shift_left_fast(b, x, 1)
         if x != ints[ROOT] and ints[x * S + NK] < MINK:
             evict_rebalancing(b, x)
