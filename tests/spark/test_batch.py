@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from oracle import CONCAT
@@ -128,3 +133,36 @@ def test_bad_arguments_are_named(spark, kwargs, message):
     df = spark.createDataFrame([("a", 1, 1.0)], "k string, t long, v double")
     with pytest.raises(Exception, match=message):
         sliding(df, **kwargs)
+
+
+USER_MODULE = """
+import winagg
+
+
+def _join(older, younger):
+    return older + younger
+
+
+def _tag(item):
+    return str(int(item))
+
+
+JOINED = winagg.Monoid("", _join, _tag, name="joined")
+"""
+
+
+def test_a_monoid_from_a_module_only_the_driver_imports_runs_in_spark(tmp_path):
+    """Batch workers and the streaming state processes get the monoid's code, not just its name."""
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "usermonoids.py").write_text(USER_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    job = Path(__file__).with_name("user_module_job.py")
+    done = subprocess.run([sys.executable, str(job), str(modules), str(tmp_path / "work")], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # rows=3 per key (k = t % 2): the values of t - 4, t - 2 and t, oldest first
+    assert result["batch"] == {str(t): "".join(str(u) for u in range(t % 2, t + 1, 2)[-3:]) for t in range(12)}
+    # range 2 minutes: minutes m - 2 .. m; the last event waits for a watermark past it
+    assert result["stream"] == {"00:00": "1", "00:01": "12", "00:02": "123", "00:03": "234", "00:04": "345"}

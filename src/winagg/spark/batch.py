@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
+import os
+import site
+import sys
+import sysconfig
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -78,6 +82,40 @@ def _span(value, order_type) -> Union[int, float]:
     return span
 
 
+def _installed(module) -> bool:
+    """True for winagg, the standard library and installed packages: Spark's Python processes import those."""
+    name = getattr(module, "__name__", "")
+    if name == "__main__":
+        return False  # cloudpickle ships __main__ by value already
+    if name.split(".")[0] in ("winagg", "builtins") or name in sys.stdlib_module_names:
+        return True
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return True
+    path = os.path.realpath(path)
+    roots = {os.path.realpath(p) for p in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                                           sysconfig.get_paths()["platlib"], *site.getsitepackages())}
+    return any(path.startswith(root + os.sep) for root in roots)
+
+
+def ship_by_value(monoid) -> None:
+    """Make the modules of a user monoid travel with it to Spark's Python processes.
+
+    Spark pickles the window function with cloudpickle, which refers to functions
+    and classes of an importable module by name; a module of the user's (next to
+    the script, say) is not on the workers' path, nor on that of the process
+    Spark's driver starts for streaming state. Registered by value, its code goes
+    along instead.
+    """
+    from pyspark import cloudpickle
+
+    parts = [type(monoid)] + [getattr(monoid, name, None) for name in ("combine", "lift", "lower", "inverse")]
+    for part in parts:
+        module = sys.modules.get(getattr(part, "__module__", None) or "")
+        if module is not None and not _installed(module):
+            cloudpickle.register_pickle_by_value(module)
+
+
 def _outputs(df, aggs: Mapping[str, Any]) -> list:
     outputs = []
     for name, spec in aggs.items():
@@ -89,6 +127,7 @@ def _outputs(df, aggs: Mapping[str, Any]) -> list:
         aggregation, column = spec[0], spec[1]
         _check_columns(df, [column], "input")
         monoid = aggregations.get(aggregation)
+        ship_by_value(monoid)
         input_type = _arrow_type(df.schema[column].dataType)
         if len(spec) == 3:
             from pyspark.sql.types import DataType, _parse_datatype_string

@@ -97,6 +97,7 @@ def _micros(times: pd.Series) -> np.ndarray:
 
 
 def _processor_class():
+    from pyspark import cloudpickle
     from pyspark.sql.streaming import StatefulProcessor
 
     class SlidingProcessor(StatefulProcessor):
@@ -127,7 +128,10 @@ def _processor_class():
                 self.handle.registerTimer(oldest // 1000 + 1)
             # A Window pickles its tree sized for what it holds; HyperLogLog registers are
             # mostly zeros, so compression still shrinks the state several times.
-            self.state.update((zlib.compress(pickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL), 1),))
+            # cloudpickle: a user monoid's functions may come from a module this process cannot
+            # import (shipped by value with the processor); plain pickle would refer to them by name.
+            blob = cloudpickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL)
+            self.state.update((zlib.compress(blob, 1),))
             if done is not None and len(done):
                 yield done[c["columns"]]
 
