@@ -101,3 +101,44 @@ def test_bulk_switches_to_the_tree_path_after_about_log_n_items(count):
     state = funcs.insert(bufs, state, "50;")
     state = funcs.evict(bufs, state)
     assert funcs.query(bufs, state) == "".join(f"{i};" for i in range(count + 1, 51))
+
+
+@SETTINGS
+@given(mta_ops)
+def test_level_ranges_follow_from_the_items_and_levels_never_share_a_slot(script):
+    # The per-item operations compute each level's index range from (first, end) instead of
+    # reading it, and the in-order ring interleaves all levels: check both against the
+    # ranges the other operations keep in meta, after every step, growth included.
+    from winagg.fifo._mta import HI, LO, MASK, in_order_slot_of
+
+    funcs = amta.build(python_ops(CONCAT))
+    bufs, state = funcs.init(2)
+    items = []
+    for op, amount in script:
+        if op == "insert":
+            for _ in range(amount):
+                if state[2] - state[1] > state[0]:
+                    bufs, state = funcs.grow(bufs, state)
+                state = funcs.insert(bufs, state, f"{len(items)};")
+                items.append(f"{len(items)};")
+                _check_ranges(bufs[1], state, HI, LO, MASK, in_order_slot_of)
+        elif state[2] > state[1]:
+            count = 1 if op == "evict" else int(amount * (state[2] - state[1]))
+            state = funcs.evict(bufs, state) if op == "evict" else funcs.bulk_evict(bufs, state, count)
+            _check_ranges(bufs[1], state, HI, LO, MASK, in_order_slot_of)
+    if state[2] > state[1]:
+        assert funcs.query(bufs, state) == "".join(items[state[1]:state[2]])
+
+
+def _check_ranges(meta, state, HI, LO, MASK, slot_of):
+    first, end, h = state[1], state[2], state[3]
+    if first == end:
+        return
+    slots = set()
+    for level in range(h):
+        assert meta[LO + level] == first >> level, (level, state)
+        assert meta[HI + level] == ((end + 1) >> level) - 1, (level, state)
+        for index in range(meta[LO + level], meta[HI + level]):
+            slots.add(slot_of(meta[MASK], level, index))
+    live = sum(meta[HI + level] - meta[LO + level] for level in range(h))
+    assert len(slots) == live  # no two live elements in one slot of the ring

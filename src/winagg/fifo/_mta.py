@@ -23,6 +23,18 @@ level spans at most ``n / 2**l + 4`` slots, which fits when ``n`` is at most
 three quarters of level 0's ring. A *virtual* tree (key-value store backing)
 gives every level an unbounded index space at ``l << 48`` instead, so it
 never grows and a store key is ``(slot >> 48, slot & (2**48 - 1))``.
+
+An *in-order* tree (AMTA in memory, whose levels pair from index 0, i.e. every
+base is 0) keeps all levels in one ring instead: element ``k`` of level ``l``
+is at ``((2k + 1) << l) - 1`` modulo the ring size, the position of that node
+in an in-order walk of the aligned binary tree. Level 0 uses the even
+positions, level 1 every fourth, and so on: level ``l`` has its own ring of
+``size / 2**(l + 1)`` slots, interleaved with the others, and a slot is
+computed from ``(level, index)`` and one mask, without per-level offsets or
+masks to read. A parent sits between its children (``left + 2**l``), the
+right sibling at ``left + 2**(l + 1)``. ``meta[MASK]`` holds the ring's mask
+(``size - 1``), the stack follows the ring. See ``in_order_size_for`` for why
+the levels never overlap.
 """
 
 from __future__ import annotations
@@ -85,6 +97,37 @@ def ring_size_for(capacity):
 
 
 @nb.njit(cache=True)
+def in_order_size_for(capacity):
+    """The in-order ring's size for a window of up to ``capacity`` items: 4 * a power of two >= capacity.
+
+    With the levels aligned (element ``k`` of level ``l`` covers items ``k 2**l ..
+    (k + 1) 2**l - 1``), the live elements of level ``l`` are at most
+    ``floor((n - 1) / 2**l) + 1`` consecutive indices for ``n`` items, and a level
+    above ``l`` is only created while ``n > 2**l``, so ``2**l < 2n`` on every
+    level. With ``n <= size / 4`` each level's interleaved ring
+    (``size / 2**(l + 1)`` slots) holds its live elements without overlap.
+    """
+    half = 16
+    while half < 2 * capacity:
+        half *= 2
+    return 2 * half
+
+
+@nb.njit(cache=True)
+def in_order_capacity_of(size):
+    """Usable window size of an in-order ring of ``size`` slots."""
+    return size // 4
+
+
+def in_order_slot_of(mask, level, index):
+    """Where element ``index`` of ``level`` lives in an in-order ring with mask ``mask``."""
+    return ((((index << 1) + 1) << level) - 1) & mask
+
+
+in_order_slot = nb.njit(inline="always")(in_order_slot_of)
+
+
+@nb.njit(cache=True)
 def level_count_for(ring):
     """Levels to lay out for level 0's ring size ``ring`` (more than a full tree ever needs)."""
     levels = 4
@@ -107,10 +150,23 @@ class Tree(NamedTuple):
     repair_left: object    # repair_left(vals, meta, h): recompute the leftmost branch bottom-up
     regrow: object         # regrow(vals, meta, h, stack_size) -> (vals, meta) with twice the ring sizes
     removable: object      # removable(vals, meta, h, forest, total, removed, wsp) -> items the WSP removes
+    # The same accesses through a *locator* read once per operation (``locate(meta)``): the
+    # in-order ring's mask, or ``meta`` itself otherwise. A hot loop that also stores to
+    # ``meta`` then keeps the mask in a register instead of reloading it after every store.
+    locate: object         # locate(meta) -> locator
+    get_at: object         # get_at(vals, locator, level, index) -> partial
+    put_at: object         # put_at(vals, locator, level, index, partial)
+    get_stack_at: object   # get_stack_at(vals, locator, i) -> the AMTA stack's entry i
+    put_stack_at: object   # put_stack_at(vals, locator, i, partial)
 
 
-def build_tree(ops, virtual: bool = False) -> Tree:
-    """Helpers specialised to ``ops``; ``virtual`` lays levels out for a key-value store."""
+def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
+    """Helpers specialised to ``ops``; ``virtual`` lays levels out for a key-value store.
+
+    ``in_order`` (ignored when ``virtual``) keeps the levels in one in-order ring
+    (module docstring): ``new_tree``/``regrow`` then take and double the ring's
+    size (``in_order_size_for``), and every level's base must stay 0.
+    """
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     python_mode = ops.alloc is PYTHON.alloc or virtual
     int_buffer = _int_list if python_mode else _int_array
@@ -137,7 +193,16 @@ def build_tree(ops, virtual: bool = False) -> Tree:
         meta[STACK] = MAX_LEVELS << VIRTUAL_SHIFT
         return 0
 
-    layout = lay_out_virtual if virtual else jit(lay_out)
+    def lay_out_in_order(meta, size):
+        for level in range(MAX_LEVELS):
+            meta[OFF + level] = 0
+            meta[MASK + level] = size - 1
+        meta[STACK] = size
+        return size + MAX_LEVELS
+
+    in_order = in_order and not virtual
+    layout = lay_out_virtual if virtual else jit(lay_out_in_order if in_order else lay_out)
+    at = in_order_slot_of if python_mode else in_order_slot
 
     def new_tree(ring):
         meta = int_buffer(META_SIZE)
@@ -147,12 +212,32 @@ def build_tree(ops, virtual: bool = False) -> Tree:
     def get(vals, meta, level, index):
         return load(vals, slot(meta[OFF + level] + (index & meta[MASK + level])))
 
-    get = jit(get)
-
     def put(vals, meta, level, index, value):
         store(vals, slot(meta[OFF + level] + (index & meta[MASK + level])), value)
 
-    put = jit(put)
+    def get_in_order(vals, meta, level, index):
+        return load(vals, slot(at(meta[MASK], level, index)))
+
+    def put_in_order(vals, meta, level, index, value):
+        store(vals, slot(at(meta[MASK], level, index)), value)
+
+    get = jit(get_in_order if in_order else get)
+    put = jit(put_in_order if in_order else put)
+
+    def locate_in_order(meta):
+        return meta[MASK]
+
+    def get_at_in_order(vals, mask, level, index):
+        return load(vals, slot(at(mask, level, index)))
+
+    def put_at_in_order(vals, mask, level, index, value):
+        store(vals, slot(at(mask, level, index)), value)
+
+    def get_stack_at_in_order(vals, mask, i):
+        return load(vals, slot(mask + 1 + i))  # the stack follows the ring
+
+    def put_stack_at_in_order(vals, mask, i, value):
+        store(vals, slot(mask + 1 + i), value)
 
     def get_stack(vals, meta, i):
         return load(vals, slot(meta[STACK] + i))
@@ -189,6 +274,7 @@ def build_tree(ops, virtual: bool = False) -> Tree:
         new_meta = int_buffer(META_SIZE)
         for i in range(META_SIZE):
             new_meta[i] = meta[i]
+        # doubles level 0's ring (per-level layout) or the whole ring (in order)
         total = layout(new_meta, 2 * (meta[MASK] + 1))
         new_vals = alloc(total)
         for level in range(h):
@@ -233,7 +319,13 @@ def build_tree(ops, virtual: bool = False) -> Tree:
 
     removable = jit(removable)
 
-    return Tree(jit(new_tree), get, put, get_stack, put_stack, pair_agg, repair_left, regrow, removable)
+    if in_order:
+        accessors = tuple(jit(f) for f in (locate_in_order, get_at_in_order, put_at_in_order,
+                                           get_stack_at_in_order, put_stack_at_in_order))
+    else:
+        accessors = (jit(_as_is), get, put, get_stack, put_stack)
+    return Tree(jit(new_tree), get, put, get_stack, put_stack, pair_agg, repair_left, regrow, removable,
+                *accessors)
 
 
 @nb.njit(cache=True)

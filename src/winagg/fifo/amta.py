@@ -17,11 +17,20 @@ about log2 n) it runs single evictions, otherwise it repairs the leftmost
 branch, advances every level's head past the dropped branches, and rebuilds
 R and the stack: O(log n) for any size.
 
+Levels are aligned: every level pairs from index 0 (its base is 0), so element
+``k`` of level ``l`` covers items ``k 2**l .. (k + 1) 2**l - 1``. The paper
+starts a new top level with the old root's aggregate as a left element; here
+it lands where the alignment puts it, so a new top pair may be ⟨∅, x⟩ (the
+paper's Invariant 1 allows that for a level's first pair), which costs at most
+one level more. In memory the levels then share one in-order ring
+(``_mta``): no per-level base, offset or mask is read on the way.
+
 State: bufs ``(vals, meta)`` (the stack is in ``vals`` at ``meta[STACK]``);
 st ``(mask, first, end, h, sp, R0, R1)`` with ``h`` levels and ``sp`` stack entries.
 """
 
-from ._mta import BASE, HI, LO, MASK, STACK, build_tree, capacity_of, hot_path_jit, ring_size_for
+from ._mta import (HI, LO, MASK, build_tree, capacity_of, hot_path_jit, in_order_capacity_of, in_order_size_for,
+                   ring_size_for)
 from .lmta import MTAFuncs
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -35,15 +44,18 @@ INFO = dict(order="fifo", needs_inverse=False,
 def build(ops, virtual: bool = False):
     """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store."""
     combine, identity, jit = ops.combine, ops.identity, ops.jit
-    tree = build_tree(ops, virtual)
+    tree = build_tree(ops, virtual, in_order=True)
+    size_for, capacity_for = (ring_size_for, capacity_of) if virtual else (in_order_size_for, in_order_capacity_of)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
     get_stack, put_stack = tree.get_stack, tree.put_stack
+    locate, get_at, put_at = tree.locate, tree.get_at, tree.put_at
+    get_stack_at, put_stack_at = tree.get_stack_at, tree.put_stack_at
     hot = hot_path_jit(ops)
 
     def init(capacity):
-        ring = ring_size_for(capacity)
-        vals, meta = tree.new_tree(ring)
-        return (vals, meta), (capacity_of(ring) - 1, 0, 0, 1, 0, identity, identity)
+        size = size_for(capacity)
+        vals, meta = tree.new_tree(size)
+        return (vals, meta), (capacity_for(size) - 1, 0, 0, 1, 0, identity, identity)
 
     def left_result(vals, meta, h):
         # Algorithm 4: the stack, top level down, of the oldest tree without each full
@@ -53,7 +65,7 @@ def build(ops, virtual: bool = False):
         acc = identity
         for level in range(h - 1, -1, -1):
             lo = meta[LO + level]
-            if ((lo - meta[BASE + level]) & 1) == 0 and lo + 1 < meta[HI + level]:
+            if (lo & 1) == 0 and lo + 1 < meta[HI + level]:
                 acc = combine(get(vals, meta, level, lo + 1), acc)
                 put_stack(vals, meta, sp, acc)
                 sp += 1
@@ -66,7 +78,7 @@ def build(ops, virtual: bool = False):
         acc = identity
         for level in range(h - 1):
             hi = meta[HI + level]
-            acc = combine(pair_agg(vals, meta, level, (hi - 1 - meta[BASE + level]) >> 1), acc)
+            acc = combine(pair_agg(vals, meta, level, (hi - 1) >> 1), acc)
         return acc
 
     right_result = jit(right_result)
@@ -77,39 +89,44 @@ def build(ops, virtual: bool = False):
 
     rebuild = ops.jit_loop(rebuild)  # out of line in every compiled case
 
+    # With aligned levels, a level's index range follows from the items' (first, end): level
+    # l < h holds indices first >> l .. ((end + 1) >> l) - 2 (its head covers the oldest item;
+    # element m exists once element 2m + 2 below does). The per-item operations compute the
+    # ranges instead of reading them and only write them into `meta` for the other operations
+    # (tests/fifo/test_amta.py checks the identity).
+
     def insert(bufs, st, value):
         vals, meta = bufs
         mask, first, end, h, sp, r0, r1 = st
-        put(vals, meta, 0, end, value)
+        where = locate(meta)
+        put_at(vals, where, 0, end, value)
         meta[HI] = end + 1
         if first == end:  # the first item: one tree of one item
             return (mask, first, end + 1, h, 0, value, identity)
         r1 = combine(r1, value)
-        if end & 1:  # fills the tail pair of the items (level 0's base is 0): the common case
+        if end & 1:  # fills the tail pair of the items: the common case
             return (mask, first, end + 1, h, sp, r0, r1)
         index = end
         level = 0
         while level < h - 1:
-            rel = index - meta[BASE + level]
-            if rel & 1:  # fills the tail pair of this level: a tree root, no parent yet
+            if index & 1:  # fills the tail pair of this level: a tree root, no parent yet
                 return (mask, first, end + 1, h, sp, r0, r1)
             # a new pair: the previous tail pair is final, and full (it is not the head pair
             # of a level with a parent level), and gets its parent above
-            parent = (rel >> 1) - 1
-            put(vals, meta, level + 1, parent,
-                combine(get(vals, meta, level, index - 2), get(vals, meta, level, index - 1)))
+            parent = (index >> 1) - 1
+            put_at(vals, where, level + 1, parent,
+                   combine(get_at(vals, where, level, index - 2), get_at(vals, where, level, index - 1)))
             meta[HI + level + 1] = parent + 1
             index = parent
             level += 1
-        base = meta[BASE + level]
-        root_pair = (meta[LO + level] - base) >> 1
-        if ((index - base) >> 1) != root_pair:
-            # a second pair on the top level: the oldest tree gets a parent level (same items)
+        root_pair = (first >> level) >> 1
+        if (index >> 1) != root_pair:
+            # a second pair on the top level: the oldest tree gets a parent level (same items),
+            # aligned: its element is the left one when root_pair is even (base 0)
             top = level + 1
-            meta[BASE + top] = root_pair
             meta[LO + top] = root_pair
             meta[HI + top] = root_pair + 1
-            put(vals, meta, top, root_pair, pair_agg(vals, meta, level, root_pair))
+            put_at(vals, where, top, root_pair, pair_agg(vals, meta, level, root_pair))
             return (mask, first, end + 1, h + 1, sp, r0, r1)
         # the new element completed the top pair: a younger tree merged into the oldest
         return rebuild(vals, meta, mask, first, end + 1, h)
@@ -120,11 +137,12 @@ def build(ops, virtual: bool = False):
         if end - first == 1:
             meta[LO] = end
             return (mask, end, end, 1, 0, identity, identity)
+        where = locate(meta)
         # the next R0 is on top of the stack (Algorithm 6)
         if sp > 0:
             sp -= 1
             # a copy: the stack slot is reused below (vector partials load as views)
-            r0 = combine(get_stack(vals, meta, sp), identity)
+            r0 = combine(get_stack_at(vals, where, sp), identity)
         else:
             r0 = identity
         first += 1
@@ -133,20 +151,20 @@ def build(ops, virtual: bool = False):
             return (mask, first, end, h, sp, r0, r1)
         level = 0
         # while the head pair of `level` lost its last element, its parent goes too
-        while level < h - 1 and ((meta[LO + level] - meta[BASE + level]) & 1) == 0:
-            meta[LO + level + 1] += 1
+        while level < h - 1 and ((first >> level) & 1) == 0:
             level += 1
-        if level == h - 1 and meta[LO + level] == meta[HI + level]:
+            meta[LO + level] = first >> level
+        if level == h - 1 and (first >> level) == ((end + 1) >> level) - 1:
             # the top pair is empty: the oldest tree is gone and the tail pair of the level
             # below, alone on it now, is the oldest tree (rebuild R0 and R1: digest fix)
             return rebuild(vals, meta, mask, first, end, h - 1)
         # new head pairs below `level` are full: push their stack entries, top down (Algorithm 7)
-        acc = get_stack(vals, meta, sp - 1) if sp > 0 else identity
+        acc = get_stack_at(vals, where, sp - 1) if sp > 0 else identity
         for below in range(level - 1, -1, -1):
-            lo = meta[LO + below]
-            if lo + 1 < meta[HI + below]:
-                acc = combine(get(vals, meta, below, lo + 1), acc)
-                put_stack(vals, meta, sp, acc)
+            lo = first >> below
+            if lo + 2 < (end + 1) >> below:  # the head pair's right element exists
+                acc = combine(get_at(vals, where, below, lo + 1), acc)
+                put_stack_at(vals, where, sp, acc)
                 sp += 1
         return (mask, first, end, h, sp, r0, r1)
 
@@ -169,9 +187,8 @@ def build(ops, virtual: bool = False):
         meta[LO] = first
         level = 0
         while level < h - 1:
-            base = meta[BASE + level]
-            head_pair = (meta[LO + level] - base) >> 1
-            if head_pair == (meta[HI + level] - 1 - base) >> 1:
+            head_pair = meta[LO + level] >> 1
+            if head_pair == (meta[HI + level] - 1) >> 1:
                 break  # only the tail pair is left here: it is the oldest tree now
             meta[LO + level + 1] = head_pair
             level += 1
@@ -187,7 +204,7 @@ def build(ops, virtual: bool = False):
     def grow(bufs, st):
         mask, first, end, h, sp, r0, r1 = st
         vals, meta = tree.regrow(bufs[0], bufs[1], h, sp)
-        return (vals, meta), (capacity_of(meta[MASK] + 1) - 1, first, end, h, sp, r0, r1)
+        return (vals, meta), (capacity_for(meta[MASK] + 1) - 1, first, end, h, sp, r0, r1)
 
     def removable(bufs, st, total, removed, wsp):
         vals, meta = bufs
