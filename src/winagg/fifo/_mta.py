@@ -25,16 +25,15 @@ gives every level an unbounded index space at ``l << 48`` instead, so it
 never grows and a store key is ``(slot >> 48, slot & (2**48 - 1))``.
 
 An *in-order* tree (AMTA in memory, whose levels pair from index 0, i.e. every
-base is 0) keeps all levels in one ring instead: element ``k`` of level ``l``
-is at ``((2k + 1) << l) - 1`` modulo the ring size, the position of that node
-in an in-order walk of the aligned binary tree. Level 0 uses the even
-positions, level 1 every fourth, and so on: level ``l`` has its own ring of
+base is 0) keeps all levels in one buffer instead: level 0 is a ring on the
+first half, and element ``k`` of level ``l >= 1`` is at ``((2k + 1) << (l - 1)) - 1``
+modulo the half size in the second half, the position of that node in an
+in-order walk of the aligned binary tree of pairs. Level 1 uses the even
+positions, level 2 every fourth, and so on: level ``l`` has its own ring of
 ``size / 2**(l + 1)`` slots, interleaved with the others, and a slot is
 computed from ``(level, index)`` and one mask, without per-level offsets or
-masks to read. A parent sits between its children (``left + 2**l``), the
-right sibling at ``left + 2**(l + 1)``. ``meta[MASK]`` holds the ring's mask
-(``size - 1``), the stack follows the ring. See ``in_order_size_for`` for why
-the levels never overlap.
+masks to read. ``meta[MASK]`` holds the buffer's mask (``size - 1``), the
+stack follows it. See ``in_order_size_for`` for why the levels never overlap.
 """
 
 from __future__ import annotations
@@ -121,7 +120,12 @@ def in_order_capacity_of(size):
 
 def in_order_slot_of(mask, level, index):
     """Where element ``index`` of ``level`` lives in an in-order ring with mask ``mask``."""
-    return ((((index << 1) + 1) << level) - 1) & mask
+    # level 0 (the items) fills the first half contiguously, for locality; the levels above
+    # interleave in order in the second half
+    half = (mask >> 1) + 1
+    if level == 0:
+        return index & (half - 1)
+    return half + (((((index << 1) + 1) << (level - 1)) - 1) & (half - 1))
 
 
 in_order_slot = nb.njit(inline="always")(in_order_slot_of)
