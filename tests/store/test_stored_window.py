@@ -97,6 +97,21 @@ def test_reopening_with_another_aggregation_is_refused(new_store):
         StoredWindow(new_store(name), "max")
 
 
+def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
+    import pickle
+
+    path = tmp_path / "old.db"
+    window = StoredWindow(SQLiteStore(path), "sum", algorithm="amta")
+    window.insert(1.0)
+    window.close()
+    store = SQLiteStore(path)
+    saved = pickle.loads(store.load_meta())
+    saved["format"] = 1  # as the layout before amta's levels all paired from index 0
+    store.write({}, meta=pickle.dumps(saved))
+    with pytest.raises(ValueError, match="format 1, expected 2"):
+        StoredWindow(store, "sum", algorithm="amta")
+
+
 def test_local_buffers_stay_logarithmic_and_the_store_drops_evicted_items(new_store):
     store = new_store()
     window = StoredWindow(store, "sum", buffer_size=32, refill=16)

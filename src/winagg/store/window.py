@@ -14,7 +14,8 @@ from ..ops import Ops
 from ..registry import info
 from .levels import TIME_LEVEL, CachedLevels
 
-_FORMAT = 1
+#: 2: amta's levels pair from index 0 (a window saved in format 1 may start a level elsewhere).
+_FORMAT = 2
 _MODULES = {"amta": amta, "lmta": lmta}
 
 
