@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from winagg.cli import main
-from winagg.spark.pipeline import PipelineConfig, PipelineInputError, default_flights, run
+from winagg.spark.pipeline import PipelineConfig, PipelineInputError, default_flights, run, stamp_in_order
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -103,3 +104,13 @@ def test_default_data_is_the_flights_by_actual_departure_in_arrival_order():
     first = timed.iloc[0]  # UA 1545 scheduled 05:15 EST on Jan 1st, 2 minutes late
     assert (first["carrier"], first["flight"]) == ("UA", 1545)
     assert first["departure"] == pd.Timestamp("2013-01-01 10:17", tz="UTC")
+
+
+def test_replay_files_are_stamped_so_spark_takes_them_in_arrival_order(tmp_path):
+    paths = [tmp_path / f"part-{number}.parquet" for number in range(5)]
+    for path in reversed(paths):  # written last to first, within one clock tick
+        path.write_bytes(b"")
+    stamp_in_order(paths)
+    by_mtime = sorted(paths, key=lambda p: p.stat().st_mtime_ns)
+    assert by_mtime == paths
+    assert all(p.stat().st_mtime <= time.time() for p in paths)

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from winagg.spark import sliding
+from winagg.spark.pipeline import stamp_in_order
 from winagg.spark.streaming import sliding_stream
 
 STREAM_JOB = Path(__file__).with_name("stream_job.py")
@@ -52,6 +53,7 @@ def _write(folder: Path, events, per_file, closing=True):
                           "ts": [BASE + pd.Timedelta(seconds=e[2]) for e in chunk],
                           "delay": [e[3] for e in chunk], "tag": [e[4] for e in chunk]}, schema=SCHEMA)
         pq.write_table(table, folder / f"part-{number:04d}.parquet")
+    stamp_in_order(folder / f"part-{number:04d}.parquet" for number in range(len(chunks)))
     return len(chunks)
 
 

@@ -14,6 +14,7 @@ order (scheduled departure), and gives the same rows.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -140,6 +141,19 @@ def batch_results(df, grouping: str, config: PipelineConfig):
     return timed
 
 
+def stamp_in_order(paths) -> None:
+    """Give the files modification times one second apart, in the order given, ending now.
+
+    Spark's file source takes new files oldest first by modification time; files
+    written within the same clock tick tie, and ties come in directory order, so a
+    later file could go first and make every event of an earlier one late.
+    """
+    paths = list(paths)
+    start = time.time() - len(paths)
+    for number, path in enumerate(paths):
+        os.utime(path, (start + number, start + number))
+
+
 def _write_replay(df, folder: Path, config: PipelineConfig) -> int:
     """The input as files in arrival order (their row order), then one closing event far ahead."""
     import pyarrow as pa
@@ -162,6 +176,7 @@ def _write_replay(df, folder: Path, config: PipelineConfig) -> int:
     for grouping in config.groupings:
         closing[grouping] = ["~end of replay"] if pa.types.is_string(table.schema.field(grouping).type) else [None]
     pq.write_table(pa.table(closing, schema=table.schema), folder / f"part-{parts:05d}.parquet")
+    stamp_in_order(folder / f"part-{number:05d}.parquet" for number in range(parts + 1))
     return parts + 1
 
 
