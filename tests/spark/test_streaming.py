@@ -48,12 +48,13 @@ def _write(folder: Path, events, per_file, closing=True):
     chunks = [events[i:i + per_file] for i in range(0, len(events), per_file)]
     if closing:
         chunks.append([(-1, "~end", 10 ** 8, None, 0)])
-    for number, chunk in enumerate(chunks):
+    paths = [folder / f"part-{number:04d}.parquet" for number in range(len(chunks))]
+    for path, chunk in zip(paths, chunks):
         table = pa.table({"id": [e[0] for e in chunk], "origin": [e[1] for e in chunk],
                           "ts": [BASE + pd.Timedelta(seconds=e[2]) for e in chunk],
                           "delay": [e[3] for e in chunk], "tag": [e[4] for e in chunk]}, schema=SCHEMA)
-        pq.write_table(table, folder / f"part-{number:04d}.parquet")
-    stamp_in_order(folder / f"part-{number:04d}.parquet" for number in range(len(chunks)))
+        pq.write_table(table, path)
+    stamp_in_order(paths)
     return len(chunks)
 
 

@@ -111,8 +111,7 @@ def _read_input(spark, config: PipelineConfig):
             example = unparsed.select(config.time).first()[0]
             raise PipelineInputError(f"the time column {config.time!r} holds text that is not a time "
                                      f"({bad} rows), e.g. {example!r}")
-        parsed = parsed.withColumn(config.time, F.col("__parsed_time")).drop("__parsed_time")
-        df = parsed
+        df = parsed.withColumn(config.time, F.col("__parsed_time")).drop("__parsed_time")
     elif isinstance(kind, DateType):
         df = df.withColumn(config.time, F.col(config.time).cast("timestamp"))
     elif not isinstance(kind, (TimestampType, TimestampNTZType)):
@@ -165,9 +164,10 @@ def _write_replay(df, folder: Path, config: PipelineConfig) -> int:
     table = table.set_column(table.schema.get_field_index(config.time), config.time,
                              table.column(config.time).cast(pa.timestamp("us", "UTC")))
     parts = max(1, min(config.replay_files, table.num_rows))
+    paths = [folder / f"part-{number:05d}.parquet" for number in range(parts + 1)]  # the last: closing
     bounds = np.linspace(0, table.num_rows, parts + 1).astype(int)
-    for number, (start, stop) in enumerate(zip(bounds, bounds[1:])):
-        pq.write_table(table.slice(start, stop - start), folder / f"part-{number:05d}.parquet")
+    for path, start, stop in zip(paths, bounds, bounds[1:]):
+        pq.write_table(table.slice(start, stop - start), path)
     # The closing event: later than everything by more than the lateness, so the watermark passes
     # every real event; its own key is never reported.
     last = pd.Timestamp(pc_max(table.column(config.time))) + pd.Timedelta(days=3650)
@@ -175,9 +175,9 @@ def _write_replay(df, folder: Path, config: PipelineConfig) -> int:
     closing[config.time] = [last]
     for grouping in config.groupings:
         closing[grouping] = ["~end of replay"] if pa.types.is_string(table.schema.field(grouping).type) else [None]
-    pq.write_table(pa.table(closing, schema=table.schema), folder / f"part-{parts:05d}.parquet")
-    stamp_in_order(folder / f"part-{number:05d}.parquet" for number in range(parts + 1))
-    return parts + 1
+    pq.write_table(pa.table(closing, schema=table.schema), paths[-1])
+    stamp_in_order(paths)
+    return len(paths)
 
 
 def pc_max(column):
