@@ -105,13 +105,16 @@ def test_bulk_switches_to_the_tree_path_after_about_log_n_items(count):
 
 @SETTINGS
 @given(mta_ops)
-def test_level_ranges_follow_from_the_items_and_levels_never_share_a_slot(script):
-    # The per-item operations compute each level's index range from (first, end) instead of
-    # reading it, and the in-order ring interleaves all levels: check both against the
-    # ranges the other operations keep in meta, after every step, growth included.
-    from winagg.fifo._mta import HI, LO, MASK, in_order_slot_of
+def test_every_settled_node_holds_its_items_and_levels_never_share_a_slot(script):
+    # The per-item operations address nodes by in-order number and keep no level ranges;
+    # read every node that is not on the leftmost branch back by (level, index) and check it
+    # against the items it covers, and check that the ranges the other operations derive
+    # from (first, end) never put two live elements in one slot of the ring, growth included.
+    from winagg.fifo._mta import MASK, build_tree, in_order_slot_of
 
-    funcs = amta.build(python_ops(CONCAT))
+    ops = python_ops(CONCAT)
+    funcs = amta.build(ops)
+    get = build_tree(ops, in_order=True).get
     bufs, state = funcs.init(2)
     items = []
     for op, amount in script:
@@ -121,24 +124,27 @@ def test_level_ranges_follow_from_the_items_and_levels_never_share_a_slot(script
                     bufs, state = funcs.grow(bufs, state)
                 state = funcs.insert(bufs, state, f"{len(items)};")
                 items.append(f"{len(items)};")
-                _check_ranges(bufs[1], state, HI, LO, MASK, in_order_slot_of)
+                _check_nodes(bufs, state, items, get, lambda level, index: in_order_slot_of(bufs[1][MASK], level, index))
         elif state[2] > state[1]:
             count = 1 if op == "evict" else int(amount * (state[2] - state[1]))
             state = funcs.evict(bufs, state) if op == "evict" else funcs.bulk_evict(bufs, state, count)
-            _check_ranges(bufs[1], state, HI, LO, MASK, in_order_slot_of)
+            _check_nodes(bufs, state, items, get, lambda level, index: in_order_slot_of(bufs[1][MASK], level, index))
     if state[2] > state[1]:
         assert funcs.query(bufs, state) == "".join(items[state[1]:state[2]])
 
 
-def _check_ranges(meta, state, HI, LO, MASK, slot_of):
-    first, end, h = state[1], state[2], state[3]
+def _check_nodes(bufs, state, items, get, slot_of):
+    (vals, meta), (first, end, h) = bufs, state[1:4]
     if first == end:
         return
     slots = set()
+    live = 0
     for level in range(h):
-        assert meta[LO + level] == first >> level, (level, state)
-        assert meta[HI + level] == ((end + 1) >> level) - 1, (level, state)
-        for index in range(meta[LO + level], meta[HI + level]):
-            slots.add(slot_of(meta[MASK], level, index))
-    live = sum(meta[HI + level] - meta[LO + level] for level in range(h))
+        lo, hi = first >> level, ((end + 1) >> level) - 1
+        live += hi - lo
+        for index in range(lo, hi):
+            slots.add(slot_of(level, index))
+            if level > 0 and index > lo:  # a settled node: the whole block of items below it
+                want = "".join(items[index << level:(index + 1) << level])
+                assert get(vals, meta, level, index) == want, (level, index, state)
     assert len(slots) == live  # no two live elements in one slot of the ring

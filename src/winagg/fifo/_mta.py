@@ -154,14 +154,22 @@ class Tree(NamedTuple):
     repair_left: object    # repair_left(vals, meta, h): recompute the leftmost branch bottom-up
     regrow: object         # regrow(vals, meta, h, stack_size) -> (vals, meta) with twice the ring sizes
     removable: object      # removable(vals, meta, h, forest, total, removed, wsp) -> items the WSP removes
-    # The same accesses through a *locator* read once per operation (``locate(meta)``): the
-    # in-order ring's mask, or ``meta`` itself otherwise. A hot loop that also stores to
-    # ``meta`` then keeps the mask in a register instead of reloading it after every store.
-    locate: object         # locate(meta) -> locator
-    get_at: object         # get_at(vals, locator, level, index) -> partial
-    put_at: object         # put_at(vals, locator, level, index, partial)
+    # The per-item operations of AMTA address elements by *node number* through a locator
+    # computed once per operation (``locate(meta, mask)``, ``mask`` the state's capacity mask):
+    # item ``i`` of level 0 by ``i``, element ``k`` of level ``l >= 1`` by its in-order number
+    # ``u = ((2k + 1) << (l - 1)) - 1``. In that numbering a pair's parent sits halfway between
+    # its two elements (``2**(l - 1)`` from each), so the carry and the stack refill step from
+    # node to node by additions instead of recomputing each slot from (level, index); on the
+    # in-order ring a node number is a slot modulo half the ring, and a hot loop that also
+    # stores keeps the ring's mask in a register.
+    locate: object         # locate(meta, mask) -> locator
+    get_item: object       # get_item(vals, locator, i) -> item i (level 0)
+    put_item: object       # put_item(vals, locator, i, partial)
+    get_node: object       # get_node(vals, locator, u) -> the element with node number u (level >= 1)
+    put_node: object       # put_node(vals, locator, u, partial)
     get_stack_at: object   # get_stack_at(vals, locator, i) -> the AMTA stack's entry i
     put_stack_at: object   # put_stack_at(vals, locator, i, partial)
+    own: object            # own(partial) -> a copy if loads return views of the buffer (vectors)
 
 
 def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
@@ -228,20 +236,58 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     get = jit(get_in_order if in_order else get)
     put = jit(put_in_order if in_order else put)
 
-    def locate_in_order(meta):
-        return meta[MASK]
+    # Node-number accessors (see Tree). In order, the locator is the mask of half the ring:
+    # the state's capacity mask is a quarter of the ring's size minus one (in_order_size_for).
+    def locate_in_order(meta, mask):
+        return 2 * mask + 1
 
-    def get_at_in_order(vals, mask, level, index):
-        return load(vals, slot(at(mask, level, index)))
+    def get_item_in_order(vals, half_mask, i):
+        return load(vals, slot(i & half_mask))
 
-    def put_at_in_order(vals, mask, level, index, value):
-        store(vals, slot(at(mask, level, index)), value)
+    def put_item_in_order(vals, half_mask, i, value):
+        store(vals, slot(i & half_mask), value)
 
-    def get_stack_at_in_order(vals, mask, i):
-        return load(vals, slot(mask + 1 + i))  # the stack follows the ring
+    def get_node_in_order(vals, half_mask, u):
+        return load(vals, slot(half_mask + 1 + (u & half_mask)))
 
-    def put_stack_at_in_order(vals, mask, i, value):
-        store(vals, slot(mask + 1 + i), value)
+    def put_node_in_order(vals, half_mask, u, value):
+        store(vals, slot(half_mask + 1 + (u & half_mask)), value)
+
+    def get_stack_at_in_order(vals, half_mask, i):
+        return load(vals, slot(2 * half_mask + 2 + i))  # the stack follows the ring
+
+    def put_stack_at_in_order(vals, half_mask, i, value):
+        store(vals, slot(2 * half_mask + 2 + i), value)
+
+    # Elsewhere (a virtual tree) the locator is meta and a node number is turned back into
+    # (level, index): u + 1 = (2k + 1) * 2**(l - 1).
+    def locate_by_meta(meta, mask):
+        return meta
+
+    def get_item_by_level(vals, meta, i):
+        return get(vals, meta, 0, i)
+
+    def put_item_by_level(vals, meta, i, value):
+        put(vals, meta, 0, i, value)
+
+    def get_node_by_level(vals, meta, u):
+        odd = u + 1
+        level = 1
+        while (odd & 1) == 0:
+            odd >>= 1
+            level += 1
+        return get(vals, meta, level, odd >> 1)
+
+    def put_node_by_level(vals, meta, u, value):
+        odd = u + 1
+        level = 1
+        while (odd & 1) == 0:
+            odd >>= 1
+            level += 1
+        put(vals, meta, level, odd >> 1, value)
+
+    def own_copy(value):
+        return combine(value, identity)
 
     def get_stack(vals, meta, i):
         return load(vals, slot(meta[STACK] + i))
@@ -324,12 +370,18 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     removable = jit(removable)
 
     if in_order:
-        accessors = tuple(jit(f) for f in (locate_in_order, get_at_in_order, put_at_in_order,
-                                           get_stack_at_in_order, put_stack_at_in_order))
+        accessors = tuple(jit(f) for f in (locate_in_order, get_item_in_order, put_item_in_order,
+                                           get_node_in_order, put_node_in_order, get_stack_at_in_order,
+                                           put_stack_at_in_order))
     else:
-        accessors = (jit(_as_is), get, put, get_stack, put_stack)
+        accessors = tuple(jit(f) for f in (locate_by_meta, get_item_by_level, put_item_by_level,
+                                           get_node_by_level, put_node_by_level)) + (get_stack, put_stack)
+    # compiled vector partials load as views of the buffer: a value kept past a store to its
+    # slot must be copied; every other partial is a value already
+    vector_views = not python_mode and isinstance(identity, np.ndarray)
+    own = jit(own_copy) if vector_views else jit(_as_is)
     return Tree(jit(new_tree), get, put, get_stack, put_stack, pair_agg, repair_left, regrow, removable,
-                *accessors)
+                *accessors, own)
 
 
 @nb.njit(cache=True)

@@ -65,8 +65,8 @@ def decode(blob: bytes):
 class CachedLevels:
     """Store-backed ``vals`` buffer of a virtual MTA tree (see the module docstring).
 
-    ``meta`` (the tree's index ranges) and ``time_lo`` (the oldest position)
-    are set by the window; the head caches use them to tell a read at the
+    ``meta`` (the tree's index ranges), ``time_lo`` (the oldest position) and
+    ``aligned`` (whether the levels' ranges follow from ``time_lo``) are set by the window; the head caches use them to tell a read at the
     head of a level (refilled in batches) from a stray one (read alone).
     """
 
@@ -77,6 +77,7 @@ class CachedLevels:
         self.buffer_size = buffer_size
         self.refill = refill
         self.meta: Optional[list] = None
+        self.aligned = False  # level l's oldest index is time_lo >> l (amta)
         self.time_lo = 0
         self.stack: Dict[int, object] = {}
         self.dirty: Dict[int, Dict[int, object]] = {}
@@ -129,7 +130,11 @@ class CachedLevels:
         return self._miss(level, index)
 
     def _lo(self, level):
-        return self.time_lo if level == TIME_LEVEL else self.meta[LO + level]
+        if level == TIME_LEVEL:
+            return self.time_lo
+        # an amta tree's levels are aligned and it keeps their ranges in meta only when
+        # another operation needs them: its level l starts at the oldest item's index >> l
+        return self.time_lo >> level if self.aligned else self.meta[LO + level]
 
     def _miss(self, level, index):
         if 0 <= index - self._lo(level) < self.buffer_size:

@@ -62,6 +62,7 @@ class StoredWindow:
         else:
             self._restore(pickle.loads(saved))
         self.levels.meta = self._bufs[1]
+        self.levels.aligned = algorithm == "amta"
         self.levels.time_lo = self._state[1]
 
     def _alloc(self, size):
