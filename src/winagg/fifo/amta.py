@@ -181,12 +181,13 @@ def build(ops, virtual: bool = False):
         # first - 1 + 3 * 2**(b - 1), and it exists when first + 3 * 2**b <= end + 1.
         acc = get_stack_at(vals, where, sp - 1) if sp > 0 else identity
         offset = (3 * width) >> 1
+        while offset > 3 and first + offset > end + 1:  # near the tail: not there yet
+            offset >>= 1
         while offset > 3:  # levels level - 1 .. 1
             offset >>= 1
-            if first + 2 * offset <= end + 1:
-                acc = combine(get_node(vals, where, first - 1 + offset), acc)
-                put_stack_at(vals, where, sp, acc)
-                sp += 1
+            acc = combine(get_node(vals, where, first - 1 + offset), acc)
+            put_stack_at(vals, where, sp, acc)
+            sp += 1
         if first + 2 <= end:  # level 0: the item first + 1
             put_stack_at(vals, where, sp, combine(get_item(vals, where, first + 1), acc))
             sp += 1
