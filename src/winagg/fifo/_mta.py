@@ -270,21 +270,23 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     def put_item_by_level(vals, meta, i, value):
         put(vals, meta, 0, i, value)
 
-    def get_node_by_level(vals, meta, u):
+    def level_and_index(u):
         odd = u + 1
         level = 1
         while (odd & 1) == 0:
             odd >>= 1
             level += 1
-        return get(vals, meta, level, odd >> 1)
+        return level, odd >> 1
+
+    level_and_index = jit(level_and_index)
+
+    def get_node_by_level(vals, meta, u):
+        level, index = level_and_index(u)
+        return get(vals, meta, level, index)
 
     def put_node_by_level(vals, meta, u, value):
-        odd = u + 1
-        level = 1
-        while (odd & 1) == 0:
-            odd >>= 1
-            level += 1
-        put(vals, meta, level, odd >> 1, value)
+        level, index = level_and_index(u)
+        put(vals, meta, level, index, value)
 
     def own_copy(value):
         return combine(value, identity)

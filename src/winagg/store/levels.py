@@ -66,8 +66,9 @@ class CachedLevels:
     """Store-backed ``vals`` buffer of a virtual MTA tree (see the module docstring).
 
     ``meta`` (the tree's index ranges), ``time_lo`` (the oldest position) and
-    ``aligned`` (whether the levels' ranges follow from ``time_lo``) are set by the window; the head caches use them to tell a read at the
-    head of a level (refilled in batches) from a stray one (read alone).
+    ``aligned`` (whether the levels' ranges follow from ``time_lo``) are set by
+    the window; the head caches use them to tell a read at the head of a level
+    (refilled in batches) from a stray one (read alone).
     """
 
     def __init__(self, store, buffer_size: int = 512, refill: int = 256):
