@@ -103,20 +103,33 @@ def test_bulk_switches_to_the_tree_path_after_about_log_n_items(count):
     assert funcs.query(bufs, state) == "".join(f"{i};" for i in range(count + 1, 51))
 
 
+@pytest.mark.parametrize("log_block", [1, 2, 3, amta.LOG_BLOCK])
 @SETTINGS
-@given(mta_ops)
-def test_every_settled_node_holds_its_items_and_levels_never_share_a_slot(script):
-    # The per-item operations address nodes by in-order number and keep no level ranges;
-    # read every node that is not on the leftmost branch back by (level, index) and check it
-    # against the items it covers, and check that the ranges the other operations derive
-    # from (first, end) never put two live elements in one slot of the ring, growth included.
-    from winagg.fifo._mta import MASK, build_tree, in_order_slot_of
+@given(script=mta_ops)
+def test_blocks_of_any_size_match_a_list(log_block, script):
+    # small blocks cross the block-mode boundaries (h = log_block + 1) within a few dozen items
+    run_bulk_script(amta, MATRIX, script, log_block=log_block)
+
+
+@pytest.mark.parametrize("log_block", [1, 2, 3, amta.LOG_BLOCK])
+@SETTINGS
+@given(script=mta_ops)
+def test_every_node_holds_its_items_and_levels_never_share_a_slot(log_block, script):
+    # The per-item operations address nodes by in-order number and keep no level ranges, and
+    # with blocks the levels below the block's are not kept (read, they are folded from the
+    # items). After every step, read every node that is not on the leftmost branch back by
+    # (level, index), and where its level is kept also straight from its slot, and check it
+    # against the items it covers; check that the ranges the other operations derive from
+    # (first, end) never put two live elements of kept levels in one slot of the ring,
+    # growth included.
+    from winagg.fifo._mta import FOLD, build_tree
 
     ops = python_ops(CONCAT)
-    funcs = amta.build(ops)
+    funcs = amta.build(ops, log_block=log_block)
     get = build_tree(ops, in_order=True).get
     bufs, state = funcs.init(2)
     items = []
+    folded_once = False
     for op, amount in script:
         if op == "insert":
             for _ in range(amount):
@@ -124,27 +137,43 @@ def test_every_settled_node_holds_its_items_and_levels_never_share_a_slot(script
                     bufs, state = funcs.grow(bufs, state)
                 state = funcs.insert(bufs, state, f"{len(items)};")
                 items.append(f"{len(items)};")
-                _check_nodes(bufs, state, items, get, lambda level, index: in_order_slot_of(bufs[1][MASK], level, index))
+                _check_nodes(bufs, state, items, get)
         elif state[2] > state[1]:
             count = 1 if op == "evict" else int(amount * (state[2] - state[1]))
             state = funcs.evict(bufs, state) if op == "evict" else funcs.bulk_evict(bufs, state, count)
-            _check_nodes(bufs, state, items, get, lambda level, index: in_order_slot_of(bufs[1][MASK], level, index))
+            _check_nodes(bufs, state, items, get)
+        folded_once |= bufs[1][FOLD] > 0
+    assert log_block > 1 or not folded_once  # log_block 1 is the plain algorithm: every level kept
     if state[2] > state[1]:
         assert funcs.query(bufs, state) == "".join(items[state[1]:state[2]])
 
 
-def _check_nodes(bufs, state, items, get, slot_of):
+def _check_nodes(bufs, state, items, get):
+    from winagg.fifo._mta import FOLD, MASK, in_order_slot_of
+
     (vals, meta), (first, end, h) = bufs, state[1:4]
     if first == end:
         return
+    kept_from = max(meta[FOLD], 1)
     slots = set()
     live = 0
     for level in range(h):
         lo, hi = first >> level, ((end + 1) >> level) - 1
-        live += hi - lo
+        kept = level == 0 or level >= kept_from
         for index in range(lo, hi):
-            slots.add(slot_of(level, index))
-            if level > 0 and index > lo:  # a settled node: the whole block of items below it
+            if kept:
+                slots.add(in_order_slot_of(meta[MASK], level, index))
+                live += 1
+            if level > 0 and index > lo:  # not on the leftmost branch: all its items are in
                 want = "".join(items[index << level:(index + 1) << level])
                 assert get(vals, meta, level, index) == want, (level, index, state)
+                if kept:
+                    assert vals[in_order_slot_of(meta[MASK], level, index)] == want, (level, index, state)
     assert len(slots) == live  # no two live elements in one slot of the ring
+
+
+def test_log_block_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="log_block"):
+        amta.build(python_ops(CONCAT), log_block=0)
+    with pytest.raises(ValueError, match="log_block"):
+        amta.build(python_ops(CONCAT), log_block=amta.MAX_LOG_BLOCK + 1)

@@ -19,9 +19,9 @@ mta_ops = st.lists(st.one_of(st.tuples(st.just("insert"), st.integers(1, 40)),
                              st.tuples(st.just("bulk"), st.floats(0.0, 1.0))), max_size=40)
 
 
-def run_bulk_script(module, monoid, script):
+def run_bulk_script(module, monoid, script, **options):
     """Drive the algorithm's Funcs directly (bulk_evict by count) next to a list; compare each step."""
-    funcs = module.build(python_ops(monoid))
+    funcs = module.build(python_ops(monoid), **options)
     bufs, state = funcs.init(2)
     window, counter = [], 0
     for op, amount in script:

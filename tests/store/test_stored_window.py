@@ -106,9 +106,9 @@ def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
     window.close()
     store = SQLiteStore(path)
     saved = pickle.loads(store.load_meta())
-    saved["format"] = 1  # as the layout before amta's levels all paired from index 0
+    saved["format"] = 2  # as the layout before amta kept its event positions and R0 in the stack
     store.write({}, meta=pickle.dumps(saved))
-    with pytest.raises(ValueError, match="format 1, expected 2"):
+    with pytest.raises(ValueError, match="format 2, expected 3"):
         StoredWindow(store, "sum", algorithm="amta")
 
 

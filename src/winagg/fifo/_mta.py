@@ -50,7 +50,19 @@ MAX_LEVELS = 64
 LO, HI, BASE, OFF, MASK = 0, MAX_LEVELS, 2 * MAX_LEVELS, 3 * MAX_LEVELS, 4 * MAX_LEVELS
 #: ``meta[STACK]``: where the stack of future oldest-tree aggregates (AMTA) starts in ``vals``.
 STACK = 5 * MAX_LEVELS
-META_SIZE = STACK + 1
+#: AMTA's event positions: ``meta[TREE_END]`` is one past the oldest tree's last item (set when R
+#: is rebuilt), ``meta[EVICT_AT]`` and ``meta[INSERT_AT]`` the values of ``first`` and ``end``
+#: at which an eviction or an insert has more to do than the per-item step.
+TREE_END, EVICT_AT, INSERT_AT = STACK + 1, STACK + 2, STACK + 3
+#: ``meta[FOLD]``: levels ``1 .. meta[FOLD] - 1`` of an in-order tree are not kept (AMTA's blocks):
+#: ``get`` folds such an element from its items in the window (``meta[LO]`` on, so ``meta`` must
+#: hold the current ranges). 0 when every level is kept.
+FOLD = STACK + 4
+META_SIZE = STACK + 5
+#: AMTA's stack index of the entries for the items of the oldest block (after the levels' entries).
+SUFFIX = MAX_LEVELS
+#: AMTA in memory works a block of ``2**log_block`` items at a time, at most ``2**MAX_LOG_BLOCK``.
+MAX_LOG_BLOCK = 10
 #: Levels of a virtual tree: level ``l`` owns the slots ``l << VIRTUAL_SHIFT ..``.
 VIRTUAL_SHIFT = 48
 VIRTUAL_CAPACITY = 1 << 46
@@ -163,23 +175,33 @@ class Tree(NamedTuple):
     # in-order ring a node number is a slot modulo half the ring, and a hot loop that also
     # stores keeps the ring's mask in a register.
     locate: object         # locate(meta, mask) -> locator
-    get_item: object       # get_item(vals, locator, i) -> item i (level 0)
     put_item: object       # put_item(vals, locator, i, partial)
     get_node: object       # get_node(vals, locator, u) -> the element with node number u (level >= 1)
     put_node: object       # put_node(vals, locator, u, partial)
     get_stack_at: object   # get_stack_at(vals, locator, i) -> the AMTA stack's entry i
     put_stack_at: object   # put_stack_at(vals, locator, i, partial)
-    own: object            # own(partial) -> a copy if loads return views of the buffer (vectors)
+    # Raw slots, for AMTA's loops over a block of items: an aligned block of 2**b items, its
+    # nodes (node numbers start .. start + 2**b - 2) and a run of stack entries each take
+    # consecutive slots (in order: no wrap, since half the ring is a multiple of the block),
+    # so such a loop steps from a base slot instead of masking every access. A virtual tree's
+    # items and stack are consecutive too, its nodes are not: it only builds blocks of one pair.
+    item_slot: object      # item_slot(locator, i) -> the slot of item i
+    node_slot: object      # node_slot(locator, u) -> the slot of node u
+    stack_slot: object     # stack_slot(locator, i) -> the slot of the AMTA stack's entry i
+    load_at: object        # load_at(vals, slot) -> partial
+    store_at: object       # store_at(vals, slot, partial)
+    fold_run: object       # fold_run(vals, slot, count) -> aggregate of count consecutive slots
 
 
-def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
+def build_tree(ops, virtual: bool = False, in_order: bool = False, suffix: int = 0) -> Tree:
     """Helpers specialised to ``ops``; ``virtual`` lays levels out for a key-value store.
 
     ``in_order`` (ignored when ``virtual``) keeps the levels in one in-order ring
     (module docstring): ``new_tree``/``regrow`` then take and double the ring's
-    size (``in_order_size_for``), and every level's base must stay 0.
+    size (``in_order_size_for``), and every level's base must stay 0. The stack
+    gets ``suffix`` entries from ``SUFFIX`` on besides the levels' (AMTA's oldest block).
     """
-    combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    combine, load, store, alloc, jit = ops.combine, ops.load, ops.store, ops.alloc, ops.jit
     python_mode = ops.alloc is PYTHON.alloc or virtual
     int_buffer = _int_list if python_mode else _int_array
     # Slots are never negative: compiled, as unsigned integers, the loads and stores skip
@@ -210,7 +232,7 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
             meta[OFF + level] = 0
             meta[MASK + level] = size - 1
         meta[STACK] = size
-        return size + MAX_LEVELS
+        return size + SUFFIX + suffix
 
     in_order = in_order and not virtual
     layout = lay_out_virtual if virtual else jit(lay_out_in_order if in_order else lay_out)
@@ -227,7 +249,36 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     def put(vals, meta, level, index, value):
         store(vals, slot(meta[OFF + level] + (index & meta[MASK + level])), value)
 
+    def fold_run(vals, first_slot, count):
+        # the aggregate of the partials in count consecutive slots from first_slot, as four
+        # interleaved runs when count allows (independent chains of combines, which the CPU
+        # overlaps; associativity puts them back together in order)
+        if count < 8 or count & 3:
+            acc = load(vals, slot(first_slot))
+            for k in range(1, count):
+                acc = combine(acc, load(vals, slot(first_slot + k)))
+            return acc
+        quarter = count >> 2
+        a = load(vals, slot(first_slot))
+        b = load(vals, slot(first_slot + quarter))
+        c = load(vals, slot(first_slot + 2 * quarter))
+        d = load(vals, slot(first_slot + 3 * quarter))
+        for k in range(1, quarter):
+            a = combine(a, load(vals, slot(first_slot + k)))
+            b = combine(b, load(vals, slot(first_slot + quarter + k)))
+            c = combine(c, load(vals, slot(first_slot + 2 * quarter + k)))
+            d = combine(d, load(vals, slot(first_slot + 3 * quarter + k)))
+        return combine(combine(a, b), combine(c, d))
+
+    fold_run = jit(fold_run)
+
     def get_in_order(vals, meta, level, index):
+        if 0 < level < meta[FOLD]:
+            # not kept: fold the element's items that are in the window (its run of the ring
+            # is aligned, so it does not wrap); for the head element that is the value
+            # repair_left would give it
+            start = max(index << level, meta[LO])
+            return fold_run(vals, at(meta[MASK], 0, start), ((index + 1) << level) - start)
         return load(vals, slot(at(meta[MASK], level, index)))
 
     def put_in_order(vals, meta, level, index, value):
@@ -241,9 +292,6 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     def locate_in_order(meta, mask):
         return 2 * mask + 1
 
-    def get_item_in_order(vals, half_mask, i):
-        return load(vals, slot(i & half_mask))
-
     def put_item_in_order(vals, half_mask, i, value):
         store(vals, slot(i & half_mask), value)
 
@@ -252,6 +300,15 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
 
     def put_node_in_order(vals, half_mask, u, value):
         store(vals, slot(half_mask + 1 + (u & half_mask)), value)
+
+    def item_slot_in_order(half_mask, i):
+        return i & half_mask
+
+    def node_slot_in_order(half_mask, u):
+        return half_mask + 1 + (u & half_mask)
+
+    def stack_slot_in_order(half_mask, i):
+        return 2 * half_mask + 2 + i
 
     def get_stack_at_in_order(vals, half_mask, i):
         return load(vals, slot(2 * half_mask + 2 + i))  # the stack follows the ring
@@ -263,9 +320,6 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     # (level, index): u + 1 = (2k + 1) * 2**(l - 1).
     def locate_by_meta(meta, mask):
         return meta
-
-    def get_item_by_level(vals, meta, i):
-        return get(vals, meta, 0, i)
 
     def put_item_by_level(vals, meta, i, value):
         put(vals, meta, 0, i, value)
@@ -280,6 +334,16 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
 
     level_and_index = jit(level_and_index)
 
+    def item_slot_by_level(meta, i):
+        return meta[OFF] + (i & meta[MASK])
+
+    def node_slot_by_level(meta, u):
+        level, index = level_and_index(u)
+        return meta[OFF + level] + (index & meta[MASK + level])
+
+    def stack_slot_by_level(meta, i):
+        return meta[STACK] + i
+
     def get_node_by_level(vals, meta, u):
         level, index = level_and_index(u)
         return get(vals, meta, level, index)
@@ -288,8 +352,11 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
         level, index = level_and_index(u)
         put(vals, meta, level, index, value)
 
-    def own_copy(value):
-        return combine(value, identity)
+    def load_at(vals, at):
+        return load(vals, slot(at))
+
+    def store_at(vals, at, value):
+        store(vals, slot(at), value)
 
     def get_stack(vals, meta, i):
         return load(vals, slot(meta[STACK] + i))
@@ -330,6 +397,8 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
         total = layout(new_meta, 2 * (meta[MASK] + 1))
         new_vals = alloc(total)
         for level in range(h):
+            if 0 < level < meta[FOLD]:
+                continue  # not kept (folded from the items)
             for index in range(meta[LO + level], meta[HI + level]):
                 put(new_vals, new_meta, level, index, get(vals, meta, level, index))
         for i in range(stack_size):
@@ -372,18 +441,17 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False) -> Tree:
     removable = jit(removable)
 
     if in_order:
-        accessors = tuple(jit(f) for f in (locate_in_order, get_item_in_order, put_item_in_order,
+        accessors = tuple(jit(f) for f in (locate_in_order, put_item_in_order,
                                            get_node_in_order, put_node_in_order, get_stack_at_in_order,
-                                           put_stack_at_in_order))
+                                           put_stack_at_in_order, item_slot_in_order, node_slot_in_order,
+                                           stack_slot_in_order))
     else:
-        accessors = tuple(jit(f) for f in (locate_by_meta, get_item_by_level, put_item_by_level,
-                                           get_node_by_level, put_node_by_level)) + (get_stack, put_stack)
-    # compiled vector partials load as views of the buffer: a value kept past a store to its
-    # slot must be copied; every other partial is a value already
-    vector_views = not python_mode and isinstance(identity, np.ndarray)
-    own = jit(own_copy) if vector_views else jit(_as_is)
+        accessors = (tuple(jit(f) for f in (locate_by_meta, put_item_by_level,
+                                            get_node_by_level, put_node_by_level)) + (get_stack, put_stack)
+                     + tuple(jit(f) for f in (item_slot_by_level, node_slot_by_level, stack_slot_by_level)))
+    accessors += (jit(load_at), jit(store_at), fold_run)
     return Tree(jit(new_tree), get, put, get_stack, put_stack, pair_agg, repair_left, regrow, removable,
-                *accessors, own)
+                *accessors)
 
 
 @nb.njit(cache=True)

@@ -25,12 +25,26 @@ paper's Invariant 1 allows that for a level's first pair), which costs at most
 one level more. In memory the levels then share one in-order ring
 (``_mta``): no per-level base, offset or mask is read on the way.
 
+Blocks and events. ``R0`` is not kept in the state: the stack holds, apart
+from the levels' entries, one entry per item of the oldest block (the oldest
+tree from that item on) at ``SUFFIX + (p & (block - 1))``, and the oldest
+item's entry is ``R0``, so a single eviction only advances ``first`` and the
+query reads ``R0`` there. In memory, once the tree has ``log_block + 1``
+levels, the structure works a block of ``2**log_block`` items at a time and
+keeps no level below the block's (see ``build``); below that height, and
+always in a store, a block is a pair, which is the plain algorithm. Either
+way an insert or eviction has more to do only when ``end`` or ``first``
+reaches a position kept in ``meta`` (``INSERT_AT``, ``EVICT_AT``): the
+per-item step is a store, a combine and a comparison, and the rest runs in
+functions kept out of the compiled loop.
+
 State: bufs ``(vals, meta)`` (the stack is in ``vals`` at ``meta[STACK]``);
-st ``(mask, first, end, h, sp, R0, R1)`` with ``h`` levels and ``sp`` stack entries.
+st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
+besides the block's.
 """
 
-from ._mta import (HI, LO, MASK, build_tree, capacity_of, hot_path_jit, in_order_capacity_of, in_order_size_for,
-                   ring_size_for)
+from ._mta import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
+                   hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -40,23 +54,91 @@ INFO = dict(order="fifo", needs_inverse=False,
             native=("insert", "evict", "query", "bulk_evict", "slide_policy"),
             options={})
 
+#: Blocks of 2**LOG_BLOCK items in memory (see build). 7 measured best of 3..9 at window 4096
+#: (bench/amta_pairs.py): smaller blocks pay the event calls more often, larger ones gain nothing.
+LOG_BLOCK = 7
 
-def build(ops, virtual: bool = False):
-    """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store."""
+
+def _out_of_line(ops):
+    """The decorator for the per-item operations' rare events, kept out of the kernel's loop.
+
+    LLVM inlines every compiled callee it sees, and a per-item operation compiled
+    flat (``ops.jit_flat``) passes its ``forceinline`` on to the functions it
+    calls. Inlined, the events' loops and calls crowd the loop's registers: the
+    common step then moves values to and from the stack on every row. numba
+    marks a function ``noinline`` when it is compiled with debug information, and
+    only then; ``forceinline=False`` stops the inherited flag. Elsewhere (Python,
+    vector partials) ``ops.jit_loop`` as usual.
+    """
+    from .. import jitcache
+    from ..ops import _njit_without_refcounts
+    if ops.jit_loop is _njit_without_refcounts:
+        return lambda f: jitcache.njit(f, _nrt=False, forceinline=False, debug=True, boundscheck=False,
+                                       _dbg_extend_lifetimes=False)
+    return ops.jit_loop
+
+
+def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
+    """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store.
+
+    Blocks (in memory, once the tree has ``log_block + 1`` levels): the levels
+    below ``log_block`` are not kept. A block's node on level ``log_block`` is
+    folded from its ``2**log_block`` items when it is due (Algorithm 3's carry
+    goes on from there), and the other operations fold a lower element from its
+    items when they read one (at most ``2**(log_block - 1)`` items). An eviction
+    that reaches a new block runs Algorithm 7's refill down to the block's level,
+    then writes the oldest tree's aggregate from each of the block's items on,
+    one combine per item. Same forest, same stack, same bounds (a block is a
+    constant), and the structural work runs in tight loops once per block
+    instead of every other item. ``log_block`` 1 is the plain algorithm; the
+    store-backed (virtual) tree always uses it.
+    """
+    if not 1 <= log_block <= MAX_LOG_BLOCK:
+        raise ValueError(f"log_block must be in 1..{MAX_LOG_BLOCK}, got {log_block}")
+    if virtual:
+        log_block = 1
     combine, identity, jit = ops.combine, ops.identity, ops.jit
-    tree = build_tree(ops, virtual, in_order=True)
+    block = 1 << log_block
+    block_mask = block - 1
+    tree = build_tree(ops, virtual, in_order=True, suffix=block)
     size_for, capacity_for = (ring_size_for, capacity_of) if virtual else (in_order_size_for, in_order_capacity_of)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
     get_stack, put_stack = tree.get_stack, tree.put_stack
-    locate, get_item, put_item, get_node, put_node = (tree.locate, tree.get_item, tree.put_item, tree.get_node,
-                                                      tree.put_node)
-    get_stack_at, put_stack_at, own = tree.get_stack_at, tree.put_stack_at, tree.own
+    locate, put_item, get_node, put_node = tree.locate, tree.put_item, tree.get_node, tree.put_node
+    get_stack_at, put_stack_at = tree.get_stack_at, tree.put_stack_at
+    item_slot, node_slot, stack_slot = tree.item_slot, tree.node_slot, tree.stack_slot
+    load_at, store_at, fold_run = tree.load_at, tree.store_at, tree.fold_run
     hot = hot_path_jit(ops)
+    blocked_from = log_block + 1 if log_block > 1 else 1 << 30  # levels from which blocks are on
+
+    def log_block_for(h):
+        return log_block if h >= blocked_from else 1
+
+    log_block_for = jit(log_block_for)
+
+    def schedule(meta, first, end, h, tree_end):
+        # The next events: an eviction reaching the end of the oldest tree or a new block of
+        # it, and the insert that makes a block's node due (see insert_event).
+        lb = log_block_for(h)
+        meta[TREE_END] = tree_end
+        meta[EVICT_AT] = min(((first >> lb) + 1) << lb, tree_end)
+        meta[INSERT_AT] = (((end + 1) >> lb) + 1 << lb) - 1
+
+    schedule = jit(schedule)
+
+    def empty(vals, meta, mask, end):
+        meta[TREE_END] = end
+        meta[EVICT_AT] = end + 1
+        meta[INSERT_AT] = end + 1  # the first item is an event
+        put_stack(vals, meta, SUFFIX + (end & block_mask), identity)  # R0
+        return (mask, end, end, 1, 0, identity)
+
+    empty = jit(empty)
 
     def init(capacity):
         size = size_for(capacity)
         vals, meta = tree.new_tree(size)
-        return (vals, meta), (capacity_for(size) - 1, 0, 0, 1, 0, identity, identity)
+        return (vals, meta), empty(vals, meta, capacity_for(size) - 1, 0)
 
     # With aligned levels, a level's index range follows from the items' (first, end): level
     # l < h holds indices first >> l .. ((end + 1) >> l) - 2 (its head covers the oldest item;
@@ -69,19 +151,85 @@ def build(ops, virtual: bool = False):
 
     write_ranges = jit(write_ranges)
 
-    def left_result(vals, meta, h):
+    def build_nodes(vals, where, start, stop, top):
+        # every node of levels 1 .. top over items start .. stop - 1, inside one block (start
+        # a multiple of the block, stop of 2); a level-l node is 2**l from the next one and
+        # 2**(l - 2) from its children. Offsets from the block's first slots (Tree.item_slot).
+        items = item_slot(where, start)
+        nodes = node_slot(where, start)
+        count = stop - start
+        for k in range(0, count, 2):
+            store_at(vals, nodes + k, combine(load_at(vals, items + k), load_at(vals, items + k + 1)))
+        half = 1
+        level = 2
+        while level <= top:
+            for k in range(2 * half - 1, count - 2 * half, 4 * half):
+                store_at(vals, nodes + k, combine(load_at(vals, nodes + k - half), load_at(vals, nodes + k + half)))
+            half *= 2
+            level += 1
+
+    build_nodes = jit(build_nodes)
+
+    def keep_lower_levels(vals, meta, mask, first, end):
+        # Leaving blocks (the window shrank to 2**(log_block + 1) items or fewer): Algorithm 3's
+        # carry reads the levels below log_block again, so build them over the items, from
+        # the start of the oldest one's block. The evicted items of that block read as the
+        # identity (their slots are free: the window and one block fit in half the ring), so
+        # the head elements come out repaired.
+        where = locate(meta, mask)
+        start = (first >> log_block) << log_block
+        evicted = item_slot(where, start)
+        for k in range(first - start):
+            store_at(vals, evicted + k, identity)
+        stop = end - (end & 1)
+        while start < stop:
+            build_nodes(vals, where, start, min(start + block, stop), log_block - 1)
+            start += block
+
+    keep_lower_levels = jit(keep_lower_levels)
+
+    def fill_suffixes(vals, where, first, stop, acc):
+        # level 0's stack entries: for each item p of first + 1 .. stop - 1 (one block), the
+        # oldest tree from p on, which ends with acc; returns the one from first + 1 on
+        items = item_slot(where, first)
+        entries = stack_slot(where, SUFFIX + (first & block_mask))
+        for k in range(stop - 1 - first, 0, -1):
+            acc = combine(load_at(vals, items + k), acc)
+            store_at(vals, entries + k, acc)
+        return acc
+
+    fill_suffixes = jit(fill_suffixes)
+
+    def left_result(vals, meta, mask, h):
         # Algorithm 4: the stack, top level down, of the oldest tree without each full
         # head pair's left element; reads only right elements of full head pairs and
-        # the oldest item, which are never stale. Returns (stack size, R0).
+        # the oldest item, which are never stale. The oldest tree ends where the highest full
+        # head pair does. The levels below the block's (level 0 without blocks) become
+        # entries per item of the oldest item's block, R0 the entry of the oldest item.
+        # Returns (stack size, tree end).
+        first = meta[LO]
+        lb = log_block_for(h)
         sp = 0
         acc = identity
+        tree_end = -1
         for level in range(h - 1, -1, -1):
             lo = meta[LO + level]
             if (lo & 1) == 0 and lo + 1 < meta[HI + level]:
-                acc = combine(get(vals, meta, level, lo + 1), acc)
-                put_stack(vals, meta, sp, acc)
-                sp += 1
-        return sp, combine(get(vals, meta, 0, meta[LO]), acc)
+                if tree_end < 0:
+                    tree_end = (lo + 2) << level
+                if level >= lb:
+                    acc = combine(get(vals, meta, level, lo + 1), acc)
+                    put_stack(vals, meta, sp, acc)
+                    sp += 1
+        if tree_end < 0:
+            tree_end = first + 1
+        stop = ((first >> lb) + 1) << lb
+        if stop >= tree_end:
+            stop = tree_end
+            acc = identity
+        acc = fill_suffixes(vals, locate(meta, mask), first, stop, acc)
+        put_stack(vals, meta, SUFFIX + (first & block_mask), combine(get(vals, meta, 0, first), acc))
+        return sp, tree_end
 
     left_result = jit(left_result)
 
@@ -96,13 +244,21 @@ def build(ops, virtual: bool = False):
     right_result = jit(right_result)
 
     def rebuild(vals, meta, mask, first, end, h):
+        # R0, R1 and the stack from the levels, which are up to date (every operation that
+        # changes the height ends here, so the block mode is set here too)
+        if h >= blocked_from:
+            meta[FOLD] = log_block
+        elif meta[FOLD]:
+            keep_lower_levels(vals, meta, mask, first, end)
+            meta[FOLD] = 0
         write_ranges(meta, first, end, h)
-        sp, r0 = left_result(vals, meta, h)
-        return (mask, first, end, h, sp, r0, right_result(vals, meta, h))
+        sp, tree_end = left_result(vals, meta, mask, h)
+        schedule(meta, first, end, h, tree_end)
+        return (mask, first, end, h, sp, right_result(vals, meta, h))
 
     rebuild = ops.jit_loop(rebuild)  # out of line in every compiled case
 
-    def new_top(vals, meta, mask, first, end, h, sp, r0, r1):
+    def new_top(vals, meta, mask, first, end, h, sp, r1):
         # a second pair on the top level h - 1: the oldest tree gets a parent level (same
         # items), aligned: its element is the left one when the old root pair is even (base 0)
         write_ranges(meta, first, end, h)
@@ -110,98 +266,129 @@ def build(ops, virtual: bool = False):
         meta[LO + h] = root_pair
         meta[HI + h] = root_pair + 1
         put(vals, meta, h, root_pair, pair_agg(vals, meta, h - 1, root_pair))
-        return (mask, first, end, h + 1, sp, r0, r1)
+        if h + 1 == blocked_from:  # blocks from now on: level 0's entries cover a block
+            return rebuild(vals, meta, mask, first, end, h + 1)
+        schedule(meta, first, end, h + 1, meta[TREE_END])
+        return (mask, first, end, h + 1, sp, r1)
 
     new_top = ops.jit_loop(new_top)
 
-    def insert(bufs, st, value):
-        vals, meta = bufs
-        mask, first, end, h, sp, r0, r1 = st
+    def insert_event(vals, meta, mask, first, end, h, sp, r1):
+        # Item end - 1 is in and end + 1 is a multiple of the block (of 2 without blocks):
+        # the node of the block two back is due (element m of a level exists once element
+        # 2m + 2 below does), folded from its items (a level-1 pair's parent without
+        # blocks). Then the carry goes on as in Algorithm 3: on each level where the new
+        # element starts a pair, the previous pair's parent is due (a tail pair is a tree
+        # root, without a parent, until a newer pair follows it). A level-l node u (l >= 1)
+        # is element ((u + 1) >> l) of its level, 2**(l - 1) from its children.
         where = locate(meta, mask)
-        put_item(vals, where, end, value)
-        if first == end:  # the first item: one tree of one item
-            return (mask, first, end + 1, h, 0, value, identity)
-        r1 = combine(r1, value)
-        if end & 1:  # fills the tail pair of the items: the common case
-            return (mask, first, end + 1, h, sp, r0, r1)
-        # A new pair on level 0: the previous tail pair is final and full, and gets its parent
-        # above; on each level where that parent starts a new pair, the carry goes on (a tail
-        # pair is a tree root, without a parent, until a newer pair follows it). A level-l node
-        # u (level >= 1) is element ((u + 1) >> l) of its level, 2**(l - 1) from its children.
-        if h > 1:
-            node = end - 2  # element (end >> 1) - 1 of level 1
-            put_node(vals, where, node, combine(get_item(vals, where, end - 2), get_item(vals, where, end - 1)))
-            half_width = 1
+        if end - first == 1:  # the first item: one tree of one item (R1 took it: it is R0)
+            schedule(meta, first, end, 1, end)
+            put_stack_at(vals, where, SUFFIX + (first & block_mask), r1)
+            return (mask, first, end, 1, 0, identity)
+        lb = log_block_for(h)
+        if h == 1:
+            top_pair = (end - 1) >> 1
+        else:
+            start = end + 1 - (2 << lb)
+            if start < 0:  # no block two back yet
+                schedule(meta, first, end, h, meta[TREE_END])
+                return (mask, first, end, h, sp, r1)
+            half_width = 1 << (lb - 1)
+            node = start + half_width - 1
+            store_at(vals, node_slot(where, node), fold_run(vals, item_slot(where, start), 1 << lb))
             top_width = 1 << (h - 2)  # half_width on the top level
             while half_width < top_width:
                 if (node + 1) & (2 * half_width):  # fills the tail pair of this level: no parent yet
-                    return (mask, first, end + 1, h, sp, r0, r1)
+                    schedule(meta, first, end, h, meta[TREE_END])
+                    return (mask, first, end, h, sp, r1)
                 node -= 3 * half_width  # the parent of the previous pair, one level up
                 put_node(vals, where, node, combine(get_node(vals, where, node - half_width),
                                                     get_node(vals, where, node + half_width)))
                 half_width *= 2
             top_pair = (node + 1) >> h
-        else:
-            top_pair = end >> 1
         if top_pair != first >> h:
-            return new_top(vals, meta, mask, first, end + 1, h, sp, r0, r1)
+            return new_top(vals, meta, mask, first, end, h, sp, r1)
         # the new element completed the top pair: a younger tree merged into the oldest
-        return rebuild(vals, meta, mask, first, end + 1, h)
+        return rebuild(vals, meta, mask, first, end, h)
 
-    def evict(bufs, st):
-        vals, meta = bufs
-        mask, first, end, h, sp, r0, r1 = st
-        if end - first == 1:
-            return (mask, end, end, 1, 0, identity, identity)
+    insert_event = _out_of_line(ops)(insert_event)
+
+    def evict_event(vals, meta, mask, first, end, h, sp, r1):
+        # An eviction reached the end of the oldest tree, or the start of a block (a pair
+        # without blocks) inside it: the next R0 is on top of the stack (Algorithm 6), the
+        # levels' entries down to the block's level are refilled (Algorithm 7), then level
+        # 0's for the block.
+        if first == end:
+            return empty(vals, meta, mask, end)
         where = locate(meta, mask)
-        # the next R0 is on top of the stack (Algorithm 6)
-        if sp > 0:
-            sp -= 1
-            r0 = own(get_stack_at(vals, where, sp))  # the slot is reused below
-        else:
-            r0 = identity
-        first += 1
-        if first & 1:  # the head pair of the items keeps its right element: the common case
-            return (mask, first, end, h, sp, r0, r1)
-        # The head pair of each level below `level` lost its last element, and so did its
-        # parent: `level` is the number of trailing zero bits of first, at most h - 1.
-        width = first & -first  # 2**level
+        tree_end = meta[TREE_END]
+        width = first & -first  # 2**level, level the number of trailing zero bits of first
         top_width = 1 << (h - 1)
         if width >= top_width:
             if (first >> (h - 1)) == ((end + 1) >> (h - 1)) - 1:
                 # the top pair is empty: the oldest tree is gone and the tail pair of the level
                 # below, alone on it now, is the oldest tree (rebuild R0 and R1: digest fix)
                 return rebuild(vals, meta, mask, first, end, h - 1)
-            if h == 1:  # a single level: no head pair above the items to refill from
-                return (mask, first, end, h, sp, r0, r1)
             width = top_width
-        # New head pairs below `level` are full: push their stack entries, top down (Algorithm
-        # 7). The right element of level b's head pair covers items first + 2**b ..
+        if first >= tree_end:  # the oldest tree is gone below the top: rebuild too
+            return rebuild(vals, meta, mask, first, end, h)
+        if sp > 0:  # R0, in the oldest item's entry
+            sp -= 1
+            put_stack_at(vals, where, SUFFIX + (first & block_mask), get_stack_at(vals, where, sp))
+        else:
+            put_stack_at(vals, where, SUFFIX + (first & block_mask), identity)
+        lb = log_block_for(h)
+        # The right element of level b's head pair covers items first + 2**b ..
         # first + 2**(b + 1) - 1 (first is a multiple of 2**level), so its node number is
         # first - 1 + 3 * 2**(b - 1), and it exists when first + 3 * 2**b <= end + 1.
         acc = get_stack_at(vals, where, sp - 1) if sp > 0 else identity
         offset = (3 * width) >> 1
-        while offset > 3 and first + offset > end + 1:  # near the tail: not there yet
+        lowest = 3 << (lb - 1)  # offset before the step to level lb
+        while offset > lowest and first + offset > end + 1:  # near the tail: not there yet
             offset >>= 1
-        while offset > 3:  # levels level - 1 .. 1
+        while offset > lowest:  # levels level - 1 .. lb
             offset >>= 1
             acc = combine(get_node(vals, where, first - 1 + offset), acc)
             put_stack_at(vals, where, sp, acc)
             sp += 1
-        if first + 2 <= end:  # level 0: the item first + 1
-            put_stack_at(vals, where, sp, combine(get_item(vals, where, first + 1), acc))
-            sp += 1
-        return (mask, first, end, h, sp, r0, r1)
+        stop = first + (1 << lb)
+        if stop >= tree_end:
+            stop = tree_end
+            acc = identity
+        fill_suffixes(vals, where, first, stop, acc)
+        meta[EVICT_AT] = stop
+        return (mask, first, end, h, sp, r1)
+
+    evict_event = _out_of_line(ops)(evict_event)
+
+    def insert(bufs, st, value):
+        vals, meta = bufs
+        mask, first, end, h, sp, r1 = st
+        put_item(vals, locate(meta, mask), end, value)
+        r1 = combine(r1, value)
+        end += 1
+        if end != meta[INSERT_AT]:  # the common case
+            return (mask, first, end, h, sp, r1)
+        return insert_event(vals, meta, mask, first, end, h, sp, r1)
+
+    def evict(bufs, st):
+        vals, meta = bufs
+        mask, first, end, h, sp, r1 = st
+        first += 1
+        if first != meta[EVICT_AT]:  # the common case: R0 is in the new oldest item's entry
+            return (mask, first, end, h, sp, r1)
+        return evict_event(vals, meta, mask, first, end, h, sp, r1)
 
     evict_one = hot(evict)
 
     def bulk_evict(bufs, st, count):
         vals, meta = bufs
-        mask, first, end, h, sp, r0, r1 = st
+        mask, first, end, h, sp, r1 = st
         if count <= 0:
             return st
         if count >= end - first:
-            return (mask, end, end, 1, 0, identity, identity)
+            return empty(vals, meta, mask, end)
         if count <= h:  # a few single evictions cost less than the O(log n) bulk path
             for _ in range(count):
                 st = evict_one(bufs, st)
@@ -224,13 +411,17 @@ def build(ops, virtual: bool = False):
     bulk_evict = hot(bulk_evict)
 
     def query(bufs, st):
-        return combine(st[5], st[6])
+        vals, meta = bufs
+        return combine(get_stack_at(vals, locate(meta, st[0]), SUFFIX + (st[1] & block_mask)), st[5])
 
     def grow(bufs, st):
-        mask, first, end, h, sp, r0, r1 = st
-        write_ranges(bufs[1], first, end, h)
-        vals, meta = tree.regrow(bufs[0], bufs[1], h, sp)
-        return (vals, meta), (capacity_for(meta[MASK] + 1) - 1, first, end, h, sp, r0, r1)
+        mask, first, end, h, sp, r1 = st
+        old_vals, old_meta = bufs
+        write_ranges(old_meta, first, end, h)
+        vals, meta = tree.regrow(old_vals, old_meta, h, sp)
+        for i in range(block):  # level 0's stack entries (R0 among them)
+            put_stack(vals, meta, SUFFIX + i, get_stack(old_vals, old_meta, SUFFIX + i))
+        return (vals, meta), (capacity_for(meta[MASK] + 1) - 1, first, end, h, sp, r1)
 
     def removable(bufs, st, total, removed, wsp):
         vals, meta = bufs

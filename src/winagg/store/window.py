@@ -14,8 +14,9 @@ from ..ops import Ops
 from ..registry import info
 from .levels import TIME_LEVEL, CachedLevels
 
-#: 2: amta's levels pair from index 0 (a window saved in format 1 may start a level elsewhere).
-_FORMAT = 2
+#: 3: amta keeps its event positions in meta and R0 with the oldest block's entries in the stack, and its state
+#: has six fields (format 2 did neither).
+_FORMAT = 3
 _MODULES = {"amta": amta, "lmta": lmta}
 
 
