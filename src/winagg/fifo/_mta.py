@@ -34,6 +34,9 @@ positions, level 2 every fourth, and so on: level ``l`` has its own ring of
 computed from ``(level, index)`` and one mask, without per-level offsets or
 masks to read. ``meta[MASK]`` holds the buffer's mask (``size - 1``), the
 stack follows it. See ``in_order_size_for`` for why the levels never overlap.
+An in-order tree may leave its lowest levels unkept (``meta[FOLD]``, AMTA's
+blocks): their slots then go unused, and reading such an element folds its
+items instead.
 """
 
 from __future__ import annotations
