@@ -142,7 +142,7 @@ def test_every_node_holds_its_items_and_levels_never_share_a_slot(log_block, scr
             count = 1 if op == "evict" else int(amount * (state[2] - state[1]))
             state = funcs.evict(bufs, state) if op == "evict" else funcs.bulk_evict(bufs, state, count)
             _check_nodes(bufs, state, items, get)
-        folded_once |= bufs[1][FOLD] > 0
+        folded_once |= bufs[1][FOLD] > 1
     assert log_block > 1 or not folded_once  # log_block 1 is the plain algorithm: every level kept
     if state[2] > state[1]:
         assert funcs.query(bufs, state) == "".join(items[state[1]:state[2]])
@@ -154,7 +154,8 @@ def _check_nodes(bufs, state, items, get):
     (vals, meta), (first, end, h) = bufs, state[1:4]
     if first == end:
         return
-    kept_from = max(meta[FOLD], 1)
+    assert 1 <= meta[FOLD] <= max(h - 1, 1)  # the block's level is below the top
+    kept_from = meta[FOLD]
     slots = set()
     live = 0
     for level in range(h):
@@ -177,3 +178,23 @@ def test_log_block_out_of_range_is_refused():
         amta.build(python_ops(CONCAT), log_block=0)
     with pytest.raises(ValueError, match="log_block"):
         amta.build(python_ops(CONCAT), log_block=amta.MAX_LOG_BLOCK + 1)
+
+
+@pytest.mark.parametrize("window", [16, 64, 1000])
+def test_a_steady_window_keeps_its_block_level(window):
+    # The tree's height swings between two values as the window slides; the block's level
+    # must not follow it (each change rebuilds R, and a smaller block rebuilds levels).
+    from winagg.fifo._mta import FOLD
+
+    funcs = amta.build(python_ops(winagg.aggregations.get("sum")))
+    bufs, state = funcs.init(window)
+    levels = set()
+    for i in range(40 * window):
+        if state[2] - state[1] == window:
+            state = funcs.evict(bufs, state)
+        state = funcs.insert(bufs, state, 1.0)
+        if i >= 4 * window:
+            levels.add(bufs[1][FOLD])
+    assert len(levels) == 1 and levels.pop() > 1
+    assert funcs.query(bufs, state) == window
+

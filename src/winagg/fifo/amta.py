@@ -29,14 +29,13 @@ Blocks and events. ``R0`` is not kept in the state: the stack holds, apart
 from the levels' entries, one entry per item of the oldest block (the oldest
 tree from that item on) at ``SUFFIX + (p & (block - 1))``, and the oldest
 item's entry is ``R0``, so a single eviction only advances ``first`` and the
-query reads ``R0`` there. In memory, once the tree has ``log_block + 1``
-levels, the structure works a block of ``2**log_block`` items at a time and
-keeps no level below the block's (see ``build``); below that height, and
-always in a store, a block is a pair, which is the plain algorithm. Either
-way an insert or eviction has more to do only when ``end`` or ``first``
-reaches a position kept in ``meta`` (``INSERT_AT``, ``EVICT_AT``): the
-per-item step is a store, a combine and a comparison, and the rest runs in
-functions kept out of the compiled loop.
+query reads ``R0`` there. In memory the structure works a block of items at
+a time (``2**min(log_block, h - 1)`` with ``h`` levels) and keeps no level
+below the block's (see ``build``); in a store a block is a pair, which is the
+plain algorithm. Either way an insert or eviction has more to do only when
+``end`` or ``first`` reaches a position kept in ``meta`` (``INSERT_AT``,
+``EVICT_AT``): the per-item step is a store, a combine and a comparison, and
+the rest runs in functions kept out of the compiled loop.
 
 State: bufs ``(vals, meta)`` (the stack is in ``vals`` at ``meta[STACK]``);
 st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
@@ -81,16 +80,18 @@ def _out_of_line(ops):
 def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store.
 
-    Blocks (in memory, once the tree has ``log_block + 1`` levels): the levels
-    below ``log_block`` are not kept. A block's node on level ``log_block`` is
-    folded from its ``2**log_block`` items when it is due (Algorithm 3's carry
-    goes on from there), and the other operations fold a lower element from its
-    items when they read one (at most ``2**(log_block - 1)`` items). An eviction
-    that reaches a new block runs Algorithm 7's refill down to the block's level,
-    then writes the oldest tree's aggregate from each of the block's items on,
-    one combine per item. Same forest, same stack, same bounds (a block is a
+    Blocks (in memory): with ``h`` levels, the block's level is ``b = min(log_block,
+    h - 1)`` and the levels below it are not kept. A block's node (level ``b``)
+    is folded from its ``2**b`` items when it is due (Algorithm 3's carry goes
+    on from there), and the other operations fold a lower element from its
+    items when they read one (at most ``2**(b - 1)`` items). An eviction that
+    reaches a new block runs Algorithm 7's refill down to level ``b``, then
+    writes the oldest tree's aggregate from each of the block's items on, one
+    combine per item. Same forest, same stack, same bounds (a block is at most a
     constant), and the structural work runs in tight loops once per block
-    instead of every other item. ``log_block`` 1 is the plain algorithm; the
+    instead of every other item. When ``h`` changes, so may ``b``: R and the
+    stack are rebuilt, and a smaller block builds the levels it keeps again
+    over the (then small) window. ``log_block`` 1 is the plain algorithm; the
     store-backed (virtual) tree always uses it.
     """
     if not 1 <= log_block <= MAX_LOG_BLOCK:
@@ -109,17 +110,25 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     item_slot, node_slot, stack_slot = tree.item_slot, tree.node_slot, tree.stack_slot
     load_at, store_at, fold_run = tree.load_at, tree.store_at, tree.fold_run
     hot = hot_path_jit(ops)
-    blocked_from = log_block + 1 if log_block > 1 else 1 << 30  # levels from which blocks are on
 
-    def log_block_for(h):
-        return log_block if h >= blocked_from else 1
+    def block_level_for(b, h):
+        # The block's level (meta[FOLD]) for a tree of h levels whose block level is b: below
+        # the top (b <= h - 1), up to log_block. It grows once the tree is three levels above
+        # it and shrinks only when it must, so a window whose height swings between two
+        # values keeps its block level (each change rebuilds R, and a smaller one rebuilds
+        # the levels it keeps again).
+        if b > h - 1:
+            return max(h - 1, 1)
+        if h - b >= 3 and b < log_block:
+            return min(log_block, h - 2)
+        return b
 
-    log_block_for = jit(log_block_for)
+    block_level_for = jit(block_level_for)
 
     def schedule(meta, first, end, h, tree_end):
         # The next events: an eviction reaching the end of the oldest tree or a new block of
         # it, and the insert that makes a block's node due (see insert_event).
-        lb = log_block_for(h)
+        lb = meta[FOLD]
         meta[TREE_END] = tree_end
         meta[EVICT_AT] = min(((first >> lb) + 1) << lb, tree_end)
         meta[INSERT_AT] = (((end + 1) >> lb) + 1 << lb) - 1
@@ -130,6 +139,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         meta[TREE_END] = end
         meta[EVICT_AT] = end + 1
         meta[INSERT_AT] = end + 1  # the first item is an event
+        meta[FOLD] = 1  # blocks of a pair
         put_stack(vals, meta, SUFFIX + (end & block_mask), identity)  # R0
         return (mask, end, end, 1, 0, identity)
 
@@ -152,9 +162,10 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     write_ranges = jit(write_ranges)
 
     def build_nodes(vals, where, start, stop, top):
-        # every node of levels 1 .. top over items start .. stop - 1, inside one block (start
-        # a multiple of the block, stop of 2); a level-l node is 2**l from the next one and
-        # 2**(l - 2) from its children. Offsets from the block's first slots (Tree.item_slot).
+        # every node of levels 1 .. top over items start .. stop - 1, inside one aligned run
+        # (start a multiple of 2**(top + 1), stop of 2, at most 2**(top + 1) items); a level-l
+        # node is 2**l from the next one and 2**(l - 2) from its children. Offsets from the
+        # run's first slots (Tree.item_slot).
         items = item_slot(where, start)
         nodes = node_slot(where, start)
         count = stop - start
@@ -170,21 +181,22 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
 
     build_nodes = jit(build_nodes)
 
-    def keep_lower_levels(vals, meta, mask, first, end):
-        # Leaving blocks (the window shrank to 2**(log_block + 1) items or fewer): Algorithm 3's
-        # carry reads the levels below log_block again, so build them over the items, from
-        # the start of the oldest one's block. The evicted items of that block read as the
-        # identity (their slots are free: the window and one block fit in half the ring), so
-        # the head elements come out repaired.
+    def keep_lower_levels(vals, meta, mask, first, end, top):
+        # Smaller blocks (the tree lost its top level below log_block + 2 levels, so the window
+        # holds at most 2**(log_block + 1) items): the carry reads levels up to top again, so build them
+        # over the items, a run of 2**(top + 1) at a time, from the start of the oldest one's
+        # run. The evicted items of that run read as the identity (their slots are free: the
+        # window and one block fit in half the ring), so the head elements come out repaired.
         where = locate(meta, mask)
-        start = (first >> log_block) << log_block
+        run = 2 << top
+        start = (first >> (top + 1)) << (top + 1)
         evicted = item_slot(where, start)
         for k in range(first - start):
             store_at(vals, evicted + k, identity)
         stop = end - (end & 1)
         while start < stop:
-            build_nodes(vals, where, start, min(start + block, stop), log_block - 1)
-            start += block
+            build_nodes(vals, where, start, min(start + run, stop), top)
+            start += run
 
     keep_lower_levels = jit(keep_lower_levels)
 
@@ -208,7 +220,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         # entries per item of the oldest item's block, R0 the entry of the oldest item.
         # Returns (stack size, tree end).
         first = meta[LO]
-        lb = log_block_for(h)
+        lb = meta[FOLD]
         sp = 0
         acc = identity
         tree_end = -1
@@ -245,12 +257,11 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
 
     def rebuild(vals, meta, mask, first, end, h):
         # R0, R1 and the stack from the levels, which are up to date (every operation that
-        # changes the height ends here, so the block mode is set here too)
-        if h >= blocked_from:
-            meta[FOLD] = log_block
-        elif meta[FOLD]:
-            keep_lower_levels(vals, meta, mask, first, end)
-            meta[FOLD] = 0
+        # changes the block's level ends here, so the levels kept are set here too)
+        lb = block_level_for(meta[FOLD], h)
+        if lb < meta[FOLD]:
+            keep_lower_levels(vals, meta, mask, first, end, meta[FOLD] - 1)
+        meta[FOLD] = lb
         write_ranges(meta, first, end, h)
         sp, tree_end = left_result(vals, meta, mask, h)
         schedule(meta, first, end, h, tree_end)
@@ -266,7 +277,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         meta[LO + h] = root_pair
         meta[HI + h] = root_pair + 1
         put(vals, meta, h, root_pair, pair_agg(vals, meta, h - 1, root_pair))
-        if h + 1 == blocked_from:  # blocks from now on: level 0's entries cover a block
+        if block_level_for(meta[FOLD], h + 1) != meta[FOLD]:  # larger blocks: level 0's entries change
             return rebuild(vals, meta, mask, first, end, h + 1)
         schedule(meta, first, end, h + 1, meta[TREE_END])
         return (mask, first, end, h + 1, sp, r1)
@@ -286,7 +297,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
             schedule(meta, first, end, 1, end)
             put_stack_at(vals, where, SUFFIX + (first & block_mask), r1)
             return (mask, first, end, 1, 0, identity)
-        lb = log_block_for(h)
+        lb = meta[FOLD]
         if h == 1:
             top_pair = (end - 1) >> 1
         else:
@@ -338,7 +349,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
             put_stack_at(vals, where, SUFFIX + (first & block_mask), get_stack_at(vals, where, sp))
         else:
             put_stack_at(vals, where, SUFFIX + (first & block_mask), identity)
-        lb = log_block_for(h)
+        lb = meta[FOLD]
         # The right element of level b's head pair covers items first + 2**b ..
         # first + 2**(b + 1) - 1 (first is a multiple of 2**level), so its node number is
         # first - 1 + 3 * 2**(b - 1), and it exists when first + 3 * 2**b <= end + 1.
