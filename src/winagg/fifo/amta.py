@@ -42,6 +42,8 @@ st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
 besides the block's.
 """
 
+import types
+
 from ._mta import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
                    hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
@@ -75,6 +77,17 @@ def _out_of_line(ops):
         return lambda f: jitcache.njit(f, _nrt=False, forceinline=False, debug=True, boundscheck=False,
                                        _dbg_extend_lifetimes=False)
     return ops.jit_loop
+
+
+def _twin(fn):
+    """Another function object with ``fn``'s code and closure, to compile a second way.
+
+    ``jitcache.njit`` names what it compiles after the function object, so one
+    object must not be compiled twice.
+    """
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    twin.__qualname__ = fn.__qualname__
+    return twin
 
 
 def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
@@ -267,7 +280,11 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         schedule(meta, first, end, h, tree_end)
         return (mask, first, end, h, sp, right_result(vals, meta, h))
 
-    rebuild = ops.jit_loop(rebuild)  # out of line in every compiled case
+    # bulk_evict's is out of line in every compiled case; the events' is compiled into them
+    # (they are out of line themselves), which saves a call where rebuilds are frequent
+    # (small windows: the oldest tree empties every few items)
+    rebuild_apart = ops.jit_loop(_twin(rebuild))
+    rebuild = ops.jit_flat(rebuild)
 
     def new_top(vals, meta, mask, first, end, h, sp, r1):
         # a second pair on the top level h - 1: the oldest tree gets a parent level (same
@@ -282,7 +299,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         schedule(meta, first, end, h + 1, meta[TREE_END])
         return (mask, first, end, h + 1, sp, r1)
 
-    new_top = ops.jit_loop(new_top)
+    new_top = ops.jit_flat(new_top)  # compiled into insert_event, as rebuild
 
     def insert_event(vals, meta, mask, first, end, h, sp, r1):
         # Item end - 1 is in and end + 1 is a multiple of the block (of 2 without blocks):
@@ -417,7 +434,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
             level += 1
         h = level + 1
         repair_left(vals, meta, h)
-        return rebuild(vals, meta, mask, first, end, h)
+        return rebuild_apart(vals, meta, mask, first, end, h)
 
     bulk_evict = hot(bulk_evict)
 
