@@ -30,7 +30,7 @@ from the levels' entries, one entry per item of the oldest block (the oldest
 tree from that item on) at ``SUFFIX + (p & (block - 1))``, and the oldest
 item's entry is ``R0``, so a single eviction only advances ``first`` and the
 query reads ``R0`` there. In memory the structure works a block of items at
-a time (``2**min(log_block, h - 1)`` with ``h`` levels) and keeps no level
+a time (up to ``2**min(log_block, h - 1)`` with ``h`` levels) and keeps no level
 below the block's (see ``build``); in a store a block is a pair, which is the
 plain algorithm. Either way an insert or eviction has more to do only when
 ``end`` or ``first`` reaches a position kept in ``meta`` (``INSERT_AT``,
@@ -93,8 +93,9 @@ def _twin(fn):
 def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store.
 
-    Blocks (in memory): with ``h`` levels, the block's level is ``b = min(log_block,
-    h - 1)`` and the levels below it are not kept. A block's node (level ``b``)
+    Blocks (in memory): with ``h`` levels, the block's level ``b`` is at most
+    ``min(log_block, h - 1)`` (``block_level_for`` says when it changes) and the
+    levels below it are not kept. A block's node (level ``b``)
     is folded from its ``2**b`` items when it is due (Algorithm 3's carry goes
     on from there), and the other operations fold a lower element from its
     items when they read one (at most ``2**(b - 1)`` items). An eviction that
