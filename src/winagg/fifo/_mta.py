@@ -273,7 +273,7 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False, suffix: int =
             d = combine(d, load(vals, slot(first_slot + 3 * quarter + k)))
         return combine(combine(a, b), combine(c, d))
 
-    fold_run = jit(fold_run)
+    fold_run = ops.jit_loop(fold_run)
 
     def get_in_order(vals, meta, level, index):
         if 0 < level < meta[FOLD]:

@@ -212,7 +212,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
             build_nodes(vals, where, start, min(start + run, stop), top)
             start += run
 
-    keep_lower_levels = jit(keep_lower_levels)
+    keep_lower_levels = ops.jit_loop(keep_lower_levels)  # rare (the block shrinks): a call
 
     def fill_suffixes(vals, where, first, stop, acc):
         # level 0's stack entries: for each item p of first + 1 .. stop - 1 (one block), the
@@ -257,7 +257,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         put_stack(vals, meta, SUFFIX + (first & block_mask), combine(get(vals, meta, 0, first), acc))
         return sp, tree_end
 
-    left_result = jit(left_result)
+    left_result = ops.jit_loop(left_result)
 
     def right_result(vals, meta, h):
         # Algorithm 5 (fixed): the younger trees are the tail pairs below the top level.
@@ -267,7 +267,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
             acc = combine(pair_agg(vals, meta, level, (hi - 1) >> 1), acc)
         return acc
 
-    right_result = jit(right_result)
+    right_result = ops.jit_loop(right_result)
 
     def rebuild(vals, meta, mask, first, end, h):
         # R0, R1 and the stack from the levels, which are up to date (every operation that
