@@ -56,3 +56,20 @@ def test_the_same_code_with_other_options_is_another_cache_entry():
     assert plain.py_func.__qualname__ != flat.py_func.__qualname__
     assert flat.py_func.__qualname__ == again.py_func.__qualname__
     assert plain(1) == flat(1) == 2
+
+
+def test_one_function_compiled_two_ways_gets_a_name_for_each():
+    # AMTA compiles one rebuild both inlined and as a call: the second compile must not see
+    # the first one's name (the name was put on the caller's function object in place)
+    from winagg import jitcache
+
+    def plus_two(x):
+        return x + 2
+
+    plain = jitcache.njit(plus_two)
+    flat = jitcache.njit(plus_two, _nrt=False, forceinline=True)
+    assert plus_two.__qualname__.endswith("plus_two")
+    assert plain.py_func.__qualname__.startswith(plus_two.__qualname__ + "_")
+    assert flat.py_func.__qualname__.startswith(plus_two.__qualname__ + "_")
+    assert plain.py_func.__qualname__ != flat.py_func.__qualname__
+    assert plain(1) == flat(1) == 3

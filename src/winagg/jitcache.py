@@ -76,10 +76,21 @@ def njit(fn=None, **options):
     # the digest in the name keeps every specialisation's symbols apart. The options join
     # the digest (and so the cache key, which hashes the name): the same code compiled with
     # other options (without the runtime, inlined) is other machine code.
+    # The name goes on a copy of the function: the caller's object keeps its own, so one
+    # function can be compiled more than once (with other options) under names of its own.
     digest = function_digest(fn)
     if options:
         digest = hashlib.sha256(f"{digest} {sorted(options.items())!r}".encode()).hexdigest()
-    fn.__qualname__ = f"{fn.__qualname__}_{digest[:16]}"
-    dispatcher = nb.njit(**options)(fn)
-    dispatcher._cache = _StableClosureCache(fn)
+    named = _copy_of(fn)
+    named.__qualname__ = f"{fn.__qualname__}_{digest[:16]}"
+    dispatcher = nb.njit(**options)(named)
+    dispatcher._cache = _StableClosureCache(named)
     return dispatcher
+
+
+def _copy_of(fn: types.FunctionType) -> types.FunctionType:
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    copy.__module__, copy.__doc__ = fn.__module__, fn.__doc__
+    copy.__dict__.update(fn.__dict__)
+    return copy

@@ -42,8 +42,6 @@ st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
 besides the block's.
 """
 
-import types
-
 from ._mta import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
                    hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
@@ -77,17 +75,6 @@ def _out_of_line(ops):
         return lambda f: jitcache.njit(f, _nrt=False, forceinline=False, debug=True, boundscheck=False,
                                        _dbg_extend_lifetimes=False)
     return ops.jit_loop
-
-
-def _twin(fn):
-    """Another function object with ``fn``'s code and closure, to compile a second way.
-
-    ``jitcache.njit`` names what it compiles after the function object, so one
-    object must not be compiled twice.
-    """
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    twin.__qualname__ = fn.__qualname__
-    return twin
 
 
 def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
@@ -284,7 +271,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     # bulk_evict's is out of line in every compiled case; the events' is compiled into them
     # (they are out of line themselves), which saves a call where rebuilds are frequent
     # (small windows: the oldest tree empties every few items)
-    rebuild_apart = ops.jit_loop(_twin(rebuild))
+    rebuild_apart = ops.jit_loop(rebuild)
     rebuild = ops.jit_flat(rebuild)
 
     def new_top(vals, meta, mask, first, end, h, sp, r1):
