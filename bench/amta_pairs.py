@@ -1,6 +1,6 @@
 """amta against two_stacks, evict + insert + query rounds through winagg.rolling (window 4096 unless told).
 
-Both algorithms run over the same 4,000,000 rows plus the window of 1 + (i mod 101) in interleaved
+Both algorithms run over the same rows of 1 + (i mod 101), 4,000,000 plus the window, in interleaved
 pairs in one process, so each pair sees the same moments of a shared machine; prints,
 per aggregation, the medians of the rates (CPU time, M rows/s) and of the per-pair
 ratios amta / two_stacks, with their range.

@@ -183,8 +183,8 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     build_nodes = jit(build_nodes)
 
     def keep_lower_levels(vals, meta, mask, first, end, top):
-        # Smaller blocks (the tree lost its top level below log_block + 2 levels, so the window
-        # holds at most 2**(log_block + 1) items): the carry reads levels up to top again, so build them
+        # Smaller blocks (the tree fell to as few levels as the block's level, so the window
+        # holds at most 2**(top + 1) items): the carry reads levels up to top again, so build them
         # over the items, a run of 2**(top + 1) at a time, from the start of the oldest one's
         # run. The evicted items of that run read as the identity (their slots are free: the
         # window and one block fit in half the ring), so the head elements come out repaired.
