@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine for winagg: a virtual environment in .venv with the
-# package and its test dependencies, and a Java runtime for Spark when none is
-# on the PATH. Safe to run again: it only reinstalls when pyproject.toml changed.
+# package and every extra (Spark, Redis, benchmarks, data, docs, tests) at the
+# exact versions of constraints.txt, a Java runtime for Spark and redis-server
+# when they are not on the PATH. Safe to run again: it only reinstalls when
+# pyproject.toml or constraints.txt changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,9 +41,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.winagg-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[all]" -c constraints.txt
   echo "$want" > "$stamp"
 fi
