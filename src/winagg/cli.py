@@ -11,7 +11,7 @@ def _demo(args) -> int:
     import numpy as np
 
     import winagg
-    from winagg.rolling import choose_algorithm, _numeric
+    from winagg.rolling import choose_algorithm
 
     rng = np.random.default_rng(args.seed)
     values = np.cumsum(rng.normal(size=args.rows))  # a random walk
@@ -33,10 +33,35 @@ def _demo(args) -> int:
 def _algorithms(args) -> int:
     import winagg
 
-    print(f"{'name':16s} {'order':5s} {'inverse':8s} {'space':6s} time")
-    for a in winagg.algorithms():
-        print(f"{a.name:16s} {a.order:5s} {'needed' if a.needs_inverse else '-':8s} {a.space:6s} {a.time}")
+    header = ("name", "order", "inverse", "space", "time per operation")
+    rows = [(a.name, a.order, "needed" if a.needs_inverse else "-", a.space, a.time) for a in winagg.algorithms()]
+    print(format_table(header, rows, wrap={3: 22}))
+    print("\norder: fifo = items in time order, any = out of order too. "
+          "Make one with winagg.make(NAME, aggregation).")
     return 0
+
+
+def format_table(header, rows, wrap=None, width=None) -> str:
+    """Rows of strings as aligned columns; ``wrap`` maps a column to its wrap width, and the last
+    column wraps to what is left of ``width`` (the terminal's, at least 100)."""
+    import shutil
+    import textwrap
+
+    wrap = dict(wrap or {})
+    width = width or max(100, shutil.get_terminal_size((100, 24)).columns)
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for i, limit in wrap.items():
+        widths[i] = min(widths[i], limit)
+    last = len(header) - 1
+    widths[last] = max(30, width - sum(widths[:last]) - 2 * last)
+    lines = []
+    for row in [header, *rows]:
+        cells = [textwrap.wrap(str(cell), widths[i]) or [""] if i in wrap or i == last else [str(cell)]
+                 for i, cell in enumerate(row)]
+        for k in range(max(len(c) for c in cells)):
+            parts = [(c[k] if k < len(c) else "").ljust(widths[i]) for i, c in enumerate(cells)]
+            lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
 
 
 def _pipeline(args) -> int:
@@ -116,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipe.add_argument("--no-progress", action="store_true", help="no progress bar")
     pipe.set_defaults(func=_pipeline)
 
-    bench_parser = sub.add_parser("bench", help="reproduce the papers' experiments (CSV + PNG)",
+    bench_parser = sub.add_parser("bench", help="reproduce the papers' experiments (CSV + PNG)", add_help=False,
                                   description="Run one of the experiments; writes CSV and PNG files.")
     from winagg import bench
 
@@ -131,7 +156,13 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    return args.func(args)
+    from winagg.extras import MissingExtraError
+
+    try:
+        return args.func(args)
+    except MissingExtraError as error:
+        print(f"winagg {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

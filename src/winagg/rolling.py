@@ -7,7 +7,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import aggregations
-from .errors import InvalidTimeError, OutOfOrderError
+from .errors import OutOfOrderError
+from .inputs import as_times, describe_non_number, numeric_values, to_array
 from .kernels import count_kernel, time_kernel
 from .registry import check_monoid_fits, info, make
 
@@ -16,64 +17,6 @@ from .registry import check_monoid_fits, info, make
 #: and bloom (README, "Performance"). Its rare O(n) flips do not matter to a whole-array
 #: call; per-item users who need a flat worst case pick daba_lite.
 DEFAULT_FIFO = "two_stacks_lite"
-
-
-def _to_numpy(values):
-    """A 1-D numpy array from numpy, pandas or Arrow input (missing values become NaN)."""
-    module = type(values).__module__
-    if module.startswith("pyarrow"):
-        values = values.to_numpy(zero_copy_only=False)
-    elif module.startswith("pandas"):
-        # numeric with missing values (numpy, nullable "Int64"/"Float64"/"boolean" or Arrow-backed
-        # dtypes): float64 with NaN. Extension dtypes are not numpy dtypes, so only `.kind` is used.
-        try:
-            values = values.to_numpy(dtype="float64", na_value=np.nan) \
-                if getattr(values.dtype, "kind", "O") in "iubf" and values.hasnans else values.to_numpy()
-        except (TypeError, ValueError):
-            values = values.to_numpy()
-    array = np.asarray(values)
-    if array.ndim != 1:
-        raise ValueError(f"rolling needs one-dimensional values, got shape {array.shape}")
-    return array
-
-
-def _numeric(array) -> Optional[np.ndarray]:
-    """The array as int64 or float64 for the compiled path, or None if it is not numeric."""
-    if array.dtype.kind in "iub":
-        return array.astype(np.int64, copy=False)
-    if array.dtype.kind == "f":
-        return array.astype(np.float64, copy=False)
-    return None
-
-
-def _times_and_window(times, window):
-    """Times as int64 or float64 and the window in the same unit; checks for missing times."""
-    t = _to_numpy(times)
-    if t.dtype.kind == "M":
-        if np.isnat(t).any():
-            raise InvalidTimeError(f"times hold NaT at row {int(np.flatnonzero(np.isnat(t))[0])}")
-        t = t.astype("datetime64[ns]").astype(np.int64)
-        import pandas as pd
-
-        w = pd.Timedelta(window).value
-    elif t.dtype.kind in "iu":
-        t = t.astype(np.int64)
-        w = window
-    elif t.dtype.kind == "f":
-        bad = np.isnan(t)
-        if bad.any():
-            raise InvalidTimeError(f"times hold NaN at row {int(np.flatnonzero(bad)[0])}")
-        t = t.astype(np.float64)
-        w = float(window)
-    else:
-        raise InvalidTimeError(f"times must be numbers or datetimes, got dtype {t.dtype}")
-    if isinstance(w, str):
-        raise ValueError(f"a duration string window ({window!r}) needs datetime times")
-    if not w > 0:
-        raise ValueError(f"window must be positive, got {window!r}")
-    if t.dtype == np.int64 and isinstance(w, float) and w.is_integer():
-        w = int(w)
-    return t, w
 
 
 def choose_algorithm(spec, integer_input: bool) -> str:
@@ -132,37 +75,35 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
     index when the input is a Series. Built-in numeric aggregations run in a
     numba kernel; any other monoid runs the same algorithm in plain Python.
     """
+    if type(values).__name__ == "DataFrame" and type(values).__module__.startswith("pandas"):
+        return values.apply(lambda column: rolling(column, window, agg, times=times, algorithm=algorithm))
     monoid = aggregations.get(agg)
-    array = _to_numpy(values)
-    if not isinstance(window, (int, np.integer)) and times is None:
-        raise TypeError(f"a row window must be an integer, got {window!r} (pass times= for a duration)")
-    if times is None and window < 1:
-        raise ValueError(f"window must be at least 1 row, got {window}")
-    numeric = _numeric(array)
+    array = to_array(values)
+    if times is None:
+        _check_row_window(window)
+    numeric = numeric_values(array, monoid.name)
     spec = monoid.compiled_for(numeric.dtype) if numeric is not None else None
+    if numeric is None and monoid.compiled_for(np.dtype(np.float64)) is not None:
+        raise TypeError(f"{monoid.name} needs numbers or missing values (None, NaN), but "
+                        f"{describe_non_number(array)}")
+    if numeric is not None and spec is None:
+        array = numeric if numeric.dtype.kind == "f" else array  # None read as NaN for Python monoids too
     unsorted = False
     if times is not None:
-        t, w = _times_and_window(times, window)
-        if t.shape != array.shape:
-            raise ValueError(f"times has {t.shape[0]} rows but values has {array.shape[0]}")
-        unsorted = t.size > 1 and bool((np.diff(t) < 0).any())
+        t, w = as_times(times, window, array.shape[0])
+        unsorted = t.size > 1 and bool((t[1:] < t[:-1]).any())
     name = algorithm or (OUT_OF_ORDER if unsorted else
                          choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64))
     algo = info(name)
     check_monoid_fits(algo, monoid)
     if unsorted and algo.order == "fifo":
-        row = int(np.flatnonzero(np.diff(t) < 0)[0]) + 1
+        row = int(np.flatnonzero(t[1:] < t[:-1])[0]) + 1
         raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
                               f"in-order algorithms need sorted times (use algorithm={OUT_OF_ORDER!r} or none)")
     if times is not None and algo.order == "any":
         out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w)
     elif spec is not None:
-        if times is None:
-            out = count_kernel(algo, spec)(numeric, int(window))
-        else:
-            out = time_kernel(algo, spec)(numeric, t, w)
-        if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f":
-            out = _nan_where_no_values(out, ~np.isnan(numeric), window, None if times is None else (t, w))
+        out = _compiled_rolling(algo, spec, numeric, window, None if times is None else (t, w))
     else:
         out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
     if type(values).__module__.startswith("pandas"):
@@ -172,24 +113,97 @@ def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional
     return out
 
 
+def _check_row_window(window):
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)):
+        raise TypeError(f"a row window must be an integer, got {window!r} (pass times= for a duration)")
+    if window < 1:
+        raise ValueError(f"window must be at least 1 row, got {window}")
+
+
+def _compiled_rolling(algo, spec, numeric, window, timed):
+    """Per-row results of an in-order algorithm over a built-in aggregation, in one kernel call."""
+    n = numeric.shape[0]
+    if timed is None:
+        # A row window never holds more rows than the input: allocate for that, not `window`.
+        rows = int(min(window, max(n, 1)))
+        out = count_kernel(algo, spec)(numeric, rows)
+    else:
+        rows = None
+        out = time_kernel(algo, spec)(numeric, *timed)
+    if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f":
+        out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
+    if spec.key in _INTEGER_SUMS and numeric.shape[0]:
+        longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
+        _check_integer_sums(numeric, longest, lambda spec, values: _run_kernel(algo, spec, values, rows, timed))
+    return out
+
+
+#: Aggregations that add int64 values: their window sums are checked for overflow.
+_INTEGER_SUMS = ("sum_i", "mean_i")
+
+
+def _check_integer_sums(numeric, longest, run):
+    """OverflowError naming the first row whose window's int64 sum does not fit int64.
+
+    ``run(spec, values)`` gives the per-row window results of ``spec``. The kernels add
+    modulo 2**64, so a result is exact whenever the true window sum fits, even if a
+    partial wrapped on the way. A bound (largest magnitude times the longest window,
+    ``longest`` rows) clears the common case in two passes over the input; otherwise
+    each window's float64 sum, whose error is far below 2**62, tells which windows'
+    exact sums were wrapped.
+    """
+    if numeric.shape[0] == 0:
+        return
+    largest = max(int(numeric.max()), -int(numeric.min()))
+    if largest * longest <= INT64_SUM_LIMIT:
+        return
+    sums = aggregations.get("sum")
+    exact = run(sums.compiled_for(np.dtype(np.int64)), numeric)
+    approx = run(sums.compiled_for(np.dtype(np.float64)), numeric.astype(np.float64))
+    wrapped = (np.abs(approx - exact.astype(np.float64)) > 2.0 ** 62) | (np.abs(approx) >= 2.0 ** 63)
+    if wrapped.any():
+        row = int(np.flatnonzero(wrapped)[0])
+        raise OverflowError(f"the int64 sum of the window ending at row {row} overflows int64 "
+                            f"(it is about {approx[row]:.6g}); pass float values to sum approximately")
+
+
+INT64_SUM_LIMIT = 2 ** 63 - 1
+
+
+def _run_kernel(algo, spec, numeric, rows, timed):
+    if timed is None:
+        return count_kernel(algo, spec)(numeric, rows)
+    return time_kernel(algo, spec)(numeric, *timed)
+
+
+def _window_starts(timed):
+    """First row of each row's time window (times sorted): rows j with t[j] > t[i] - w."""
+    t, w = timed
+    return np.searchsorted(t, t - w, side="right")
+
+
 #: The algorithm for unsorted times.
 OUT_OF_ORDER = "fiba"
 
 
 def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
     """Per-row results for times in any order (see :func:`rolling`), compiled when ``spec`` is given."""
-    if t.dtype == np.int64 and not isinstance(w, (int, np.integer)):
-        t = t.astype(np.float64)  # a fractional window on integer times
     if spec is None:
         return _python_out_of_order(algo, monoid, array, t, w)
     from .ooo._fiba_kernels import rolling_kernel
 
     time_type = "int64" if t.dtype == np.int64 else "float64"
-    out = rolling_kernel(spec, None, time_type)(numeric, t, w)
+
+    def run(spec, values):
+        return rolling_kernel(spec, None, time_type)(values, t, w)
+
+    out = run(spec, numeric)
     if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f" and np.isnan(numeric).any():
-        counts = rolling_kernel(aggregations.get("count").compiled_for(numeric.dtype), None, time_type)(numeric, t, w)
+        counts = run(aggregations.get("count").compiled_for(numeric.dtype), numeric)
         out = out.copy()
         out[counts == 0] = np.nan
+    if spec.key in _INTEGER_SUMS:
+        _check_integer_sums(numeric, numeric.shape[0], run)
     return out
 
 
@@ -219,11 +233,7 @@ def _nan_where_no_values(out, valid, window, timed):
         return out
     seen = np.concatenate(([0], np.cumsum(valid)))  # seen[k]: valid values among rows 0..k-1
     ends = np.arange(1, valid.size + 1)
-    if timed is None:
-        starts = np.maximum(ends - window, 0)
-    else:
-        t, w = timed  # row i covers rows j <= i with t[j] > t[i] - w (times are sorted)
-        starts = np.searchsorted(t, t - w, side="right")
+    starts = np.maximum(ends - window, 0) if timed is None else _window_starts(timed)
     out = out.copy()
     out[seen[ends] - seen[starts] == 0] = np.nan
     return out

@@ -53,13 +53,15 @@ class Aggregation(Monoid):
     def _python_from(self, spec: Compiled, identity=None, lower=None, *, commutative: bool,
                      inverse: bool = False, name: Optional[str] = None):
         lift_py = spec.lift.py_func
+        # None is a missing value, as NaN is (pandas and Spark read both as null); the
+        # compiled lifts see NaN, so Python mode hands them NaN too and both agree.
         if self.positional:
             def lift(item):
                 value, position = item
-                return lift_py(value, position)
+                return lift_py(np.nan if value is None else value, position)
         else:
             def lift(item):
-                return lift_py(item, 0)
+                return lift_py(np.nan if item is None else item, 0)
         inv = spec.inverse.py_func if (inverse and spec.inverse is not None) else None
         Monoid.__init__(
             self,

@@ -398,7 +398,14 @@ class Stddev(Aggregation):
 # ---------------------------------------------------------------- geomean, relative variation
 @nb.njit(cache=True)
 def _geomean_lift(x, row):
-    return (math.log(x), np.int64(1)) if x == x else (0.0, np.int64(0))
+    # log(0) is -inf, so a zero makes the window's geometric mean exactly 0; a negative
+    # item has no real logarithm and makes it NaN. math.log raises for both in Python mode
+    # (numba returns -inf and NaN), so the cases are spelled out and both modes agree.
+    if x != x:
+        return (0.0, np.int64(0))
+    if x > 0:
+        return (math.log(x), np.int64(1))
+    return (-np.inf if x == 0 else np.nan, np.int64(1))
 
 
 @nb.njit(cache=True)
@@ -407,7 +414,11 @@ def _geomean_lower(a):
 
 
 class GeoMean(Aggregation):
-    """Geometric mean of positive items. Partial: (sum of logs, count)."""
+    """Geometric mean of positive items. Partial: (sum of logs, count).
+
+    A window holding a 0 gives 0.0; one holding a negative item gives NaN (it has no
+    real geometric mean); missing items are skipped; an empty window gives NaN.
+    """
 
     aliases = ("geomean",)
 
@@ -433,13 +444,18 @@ def _minmax_combine(a, b):
 
 @nb.njit(cache=True)
 def _relvar_lower(a):
-    if a[1] < a[0]:  # empty window
+    # An empty window, or a maximum of 0, has no relative variation: NaN. (Dividing by a
+    # zero maximum raised ZeroDivisionError compiled and warned in Python mode.)
+    if a[1] < a[0] or a[1] == 0.0:
         return np.nan
     return (a[1] - a[0]) / a[1]
 
 
 class RelativeVariation(Aggregation):
-    """Relative variation (max - min) / max. Partial: (min, max)."""
+    """Relative variation (max - min) / max. Partial: (min, max).
+
+    NaN for an empty window and for a window whose maximum is 0.
+    """
 
     aliases = ("relvar", "relative_variation")
 

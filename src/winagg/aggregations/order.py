@@ -67,12 +67,35 @@ def _m4_lift(item):
     return (item, item, item, item)
 
 
+def _missing(x):
+    return x is None or x != x  # None, NaN and NaT
+
+
+def _m4_min(a, b):
+    # Missing values are skipped, as pandas' min skips them. Python's min(nan, 1) is nan
+    # but min(1, nan) is 1, which made the combine non-associative: the answer depended
+    # on how an algorithm bracketed the window.
+    if _missing(a):
+        return b
+    if _missing(b):
+        return a
+    return b if b < a else a
+
+
+def _m4_max(a, b):
+    if _missing(a):
+        return b
+    if _missing(b):
+        return a
+    return b if b > a else a
+
+
 def _m4_combine(older, younger):
     if not older:
         return younger
     if not younger:
         return older
-    return (older[0], younger[1], min(older[2], younger[2]), max(older[3], younger[3]))
+    return (older[0], younger[1], _m4_min(older[2], younger[2]), _m4_max(older[3], younger[3]))
 
 
 def _m4_lower(partial):
@@ -80,7 +103,11 @@ def _m4_lower(partial):
 
 
 class M4(Aggregation):
-    """M4 (Jugel et al.): ``(first, last, min, max)`` of the window, None when empty."""
+    """M4 (Jugel et al.): ``(first, last, min, max)`` of the window, None when empty.
+
+    first and last are the oldest and youngest items as they are; min and max skip
+    missing items (None, NaN) and are missing only when every item is.
+    """
 
     aliases = ("m4",)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..aggregator import FifoAggregator
 from ..errors import EmptyWindowError
 
@@ -21,8 +23,11 @@ class MTAAggregator(FifoAggregator):
 
     def evict_oldest(self, count: int) -> int:
         """Drop the ``count`` oldest items (all of them if there are fewer); returns how many went."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise TypeError(f"count must be a whole number of items, got {count!r}")
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
+        count = int(count)
         count = min(count, len(self))
         if count:
             self._state = self._funcs.bulk_evict(self._bufs, self._state, count)

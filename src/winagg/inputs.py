@@ -1,0 +1,206 @@
+"""Turning what users pass (lists, numpy, pandas, Arrow; numbers, None, datetimes) into
+the exact arrays the window kernels run on, or a clear error.
+
+Two rules hold everywhere:
+
+* **Missing values.** None, NaN and null are one thing: a missing value, skipped by the
+  numeric aggregations as pandas and Spark skip them.
+* **Exact times.** Integer and datetime times stay integers end to end, in the times'
+  own unit; they are never rounded through float64, and no ``t - window`` can overflow
+  int64 in a kernel (times are shifted when it could, see :func:`as_times`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Optional, Tuple
+
+import numpy as np
+
+from .errors import InvalidTimeError
+
+INT64_MIN = int(np.iinfo(np.int64).min)
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+# ---------------------------------------------------------------- values
+def to_array(values, what: str = "values") -> np.ndarray:
+    """A 1-D numpy array from numpy, pandas or Arrow input (missing numbers become NaN)."""
+    module = type(values).__module__
+    if module.startswith("pyarrow"):
+        values = values.to_numpy(zero_copy_only=False)
+    elif module.startswith("pandas"):
+        if getattr(values, "ndim", 1) != 1:
+            raise ValueError(f"{what} must be one-dimensional, got a {type(values).__name__} "
+                             f"of shape {values.shape}")
+        # numeric with missing values (numpy, nullable "Int64"/"Float64"/"boolean" or Arrow-backed
+        # dtypes): float64 with NaN. Extension dtypes are not numpy dtypes, so only `.kind` is used.
+        try:
+            values = values.to_numpy(dtype="float64", na_value=np.nan) \
+                if getattr(values.dtype, "kind", "O") in "iubf" and values.hasnans else values.to_numpy()
+        except (TypeError, ValueError):
+            values = values.to_numpy()
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {array.shape}")
+    return array
+
+
+def _is_number_or_missing(x) -> bool:
+    if x is None:
+        return True
+    return isinstance(x, (numbers.Real, np.bool_)) and not isinstance(x, (str, bytes))
+
+
+def numeric_values(array: np.ndarray, agg_name: str) -> Optional[np.ndarray]:
+    """``array`` as int64 or float64 for a compiled aggregation, or None if it is not numbers.
+
+    Object arrays of numbers and None (a Python list with None in it) become float64 with
+    NaN for None, as pandas reads them. Raises OverflowError for unsigned values above
+    int64's range, naming the first such row.
+    """
+    kind = array.dtype.kind
+    if kind == "u" and array.size and array.dtype.itemsize >= 8:
+        too_big = array > np.uint64(INT64_MAX)
+        if too_big.any():
+            row = int(np.flatnonzero(too_big)[0])
+            raise OverflowError(f"values[{row}] = {array[row]} is above int64's range; "
+                                f"pass values.astype(float) to {agg_name} them approximately")
+    if kind in "iub":
+        return array.astype(np.int64, copy=False)
+    if kind == "f":
+        return array.astype(np.float64, copy=False)
+    if kind == "O" and all(_is_number_or_missing(x) for x in array.tolist()):
+        if any(x is None for x in array.tolist()) or any(isinstance(x, float) for x in array.tolist()):
+            return np.array([np.nan if x is None else x for x in array.tolist()], dtype=np.float64)
+        return numeric_values(np.array(array.tolist()), agg_name)
+    return None
+
+
+def describe_non_number(array: np.ndarray) -> str:
+    """'values[3] = 'a' (str)': the first entry that is not a number or missing."""
+    for row, x in enumerate(array.tolist()):
+        if not _is_number_or_missing(x):
+            return f"values[{row}] = {x!r} ({type(x).__name__})"
+    return f"values have dtype {array.dtype}"
+
+
+# ---------------------------------------------------------------- times
+def _ticks_per_ns(unit: str, count: int) -> Tuple[int, int]:
+    """(numerator, denominator): one tick of ``datetime64[count unit]`` is num/den ns."""
+    tick = np.timedelta64(count, unit)
+    if unit in ("ps", "fs", "as"):
+        per_ns = int(np.timedelta64(1, "ns").astype(f"timedelta64[{unit}]").astype(np.int64))
+        return count, per_ns
+    return int(tick.astype("timedelta64[ns]").astype(np.int64)), 1
+
+
+def _window_in_ticks(window, unit: str, count: int):
+    """The window as a number of ticks of the times' unit, or None if it is not whole ticks."""
+    import pandas as pd
+
+    if isinstance(window, bool):
+        raise TypeError(f"window must be a duration or a number, got {window!r}")
+    if isinstance(window, (numbers.Real, np.number)):
+        return window  # a number is in the times' unit, as documented
+    try:
+        ns = pd.Timedelta(window).value
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"window {window!r} is not a duration ({error})") from None
+    if ns is None or isinstance(window, float):
+        raise ValueError(f"window {window!r} is not a duration")
+    num, den = _ticks_per_ns(unit, count)  # one tick = num/den ns
+    ticks, rest = divmod(ns * den, num)
+    return ticks if rest == 0 else None
+
+
+def _datetimes_as_ticks(t: np.ndarray, window):
+    """Datetime times as int64 ticks of their own unit (or of ns when the window needs it)."""
+    if np.isnat(t).any():
+        raise InvalidTimeError(f"times hold NaT at row {int(np.flatnonzero(np.isnat(t))[0])}")
+    unit, count = np.datetime_data(t.dtype)
+    if unit in ("Y", "M"):  # calendar units have no fixed length: count in seconds
+        t, unit, count = t.astype("datetime64[s]"), "s", 1
+    w = _window_in_ticks(window, unit, count)
+    if w is not None:
+        return t.view(np.int64), w
+    # A window finer than the times' unit (times in seconds, window "1500ms"): nanoseconds.
+    import pandas as pd
+
+    num, den = _ticks_per_ns(unit, count)
+    ticks = t.view(np.int64)
+    lo, hi = (int(ticks.min()), int(ticks.max())) if ticks.size else (0, 0)
+    if lo * num // den < INT64_MIN + 1 or hi * num // den > INT64_MAX:
+        raise OverflowError(f"times in {unit} do not fit int64 nanoseconds, which the window "
+                            f"{window!r} needs; give the window in whole {unit}")
+    ns = ticks * np.int64(num) if den == 1 else ticks // np.int64(den)
+    return ns, pd.Timedelta(window).value
+
+
+def _whole_window(w) -> int:
+    """An integer-time window: (t - w, t] holds the same integers as (t - ceil(w), t]."""
+    if isinstance(w, (float, np.floating)):
+        if math.isnan(w):
+            raise ValueError("window is NaN")
+        if math.isinf(w):
+            return INT64_MAX
+        return int(math.ceil(w))
+    return int(w)
+
+
+def _fit_int_times(t: np.ndarray, w: int):
+    """int64 times and window such that ``t - w`` never overflows (shifting every time alike)."""
+    lo, hi = (int(t.min()), int(t.max())) if t.size else (0, 0)
+    w = min(w, hi - lo + 1)  # a longer window holds every row anyway
+    shift = 0
+    if lo - w < INT64_MIN:
+        shift = INT64_MIN - (lo - w)
+    elif hi > INT64_MAX:
+        shift = INT64_MAX - hi
+    if lo + shift - w < INT64_MIN or hi + shift > INT64_MAX:
+        raise OverflowError(f"times span {hi - lo} units, too wide for int64 with a window of {w}")
+    if shift == 0:
+        return t.astype(np.int64, copy=False), w
+    # (t - lo) is exact in uint64; adding the new minimum wraps modulo 2**64 to the true value.
+    offset = np.uint64((lo + shift) % 2**64)
+    relative = t.astype(np.uint64) - np.uint64(lo % 2**64)
+    return (relative + offset).view(np.int64), w
+
+
+def as_times(times, window, rows: int):
+    """``(t, w)``: times as exact int64 (integers, datetimes) or float64, and the window in their unit.
+
+    Row i covers the rows whose time lies in ``(t[i] - w, t[i]]``. Integer and datetime
+    times keep their unit (a numeric window is in that unit; a duration window is
+    converted exactly), and are shifted, all by the same amount, when ``t - w`` would
+    leave int64. Float times may not be NaN or infinite.
+    """
+    t = to_array(times, "times")
+    if t.shape[0] != rows:
+        raise ValueError(f"times has {t.shape[0]} rows but values has {rows}")
+    if t.dtype.kind == "M":
+        t, w = _datetimes_as_ticks(t, window)
+    elif t.dtype.kind in "iub":
+        if isinstance(window, str) or not isinstance(window, (numbers.Real, np.number)):
+            raise ValueError(f"a duration window ({window!r}) needs datetime times; "
+                             f"with numeric times give the window as a number")
+        w = window
+    elif t.dtype.kind == "f":
+        bad = ~np.isfinite(t)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InvalidTimeError(f"times[{row}] is {t[row]}; times must be finite numbers")
+        if isinstance(window, str) or not isinstance(window, (numbers.Real, np.number)):
+            raise ValueError(f"a duration window ({window!r}) needs datetime times")
+        w = float(window)
+    elif t.dtype.kind == "O" and any(x is None for x in t.tolist()):
+        row = next(i for i, x in enumerate(t.tolist()) if x is None)
+        raise InvalidTimeError(f"times[{row}] is None; every row needs a time")
+    else:
+        raise InvalidTimeError(f"times must be numbers or datetimes, got dtype {t.dtype}")
+    if isinstance(w, bool) or not w > 0:
+        raise ValueError(f"window must be positive, got {window!r}")
+    if t.dtype.kind == "f":
+        return t.astype(np.float64, copy=False), w
+    return _fit_int_times(t, _whole_window(w))
