@@ -27,3 +27,18 @@ def test_pipeline_help_names_its_options(capsys):
     for flag in ("--input", "--output", "--time", "--value", "--by", "--windows", "--master", "--stream",
                  "--lateness", "--no-progress"):
         assert flag in text
+
+
+def test_algorithms_columns_are_aligned(capsys):
+    import winagg
+
+    assert main(["algorithms"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0]
+    columns = {name: header.index(name) for name in ("order", "inverse", "space", "time per operation")}
+    for info in winagg.algorithms():
+        row = next(line for line in lines if line.startswith(info.name + " "))
+        assert row[columns["order"]:].startswith(info.order + " ")
+        assert row[columns["inverse"]:].startswith("needed" if info.needs_inverse else "-")
+        assert row[columns["space"]:].startswith(info.space.split()[0])
+        assert row[columns["time per operation"]:].startswith(info.time.split()[0])

@@ -61,6 +61,28 @@ def test_module_level_monoid_pickles():
     assert back.name == "brackets" and back.commutative is False
 
 
+def test_monoid_of_lambdas_pickles_and_its_aggregator_continues():
+    suffix = "!"  # a closure over a local: not importable by name
+    m = winagg.Monoid("", lambda a, b: a + b, lift=lambda x: f"{x}{suffix}", lower=lambda p: p.upper(),
+                      inverse=None, name="shout")
+    back = pickle.loads(pickle.dumps(m))
+    assert back.fold(["a", "b"]) == "A!B!" and back.name == "shout" and not back.invertible
+
+    agg = winagg.make("daba", m)
+    for item in "xyz":
+        agg.insert(item)
+    copy = pickle.loads(pickle.dumps(agg))
+    copy.evict()
+    copy.insert("w")
+    assert copy.query() == "Y!Z!W!"  # the window y, z, w concatenated by hand
+    assert agg.query() == "X!Y!Z!"  # the original is untouched
+
+
+def test_module_level_functions_still_pickle_by_name():
+    m = winagg.Monoid(0, operator.add)
+    assert pickle.loads(pickle.dumps(m)).combine is operator.add
+
+
 def test_user_monoid_runs_in_every_algorithm():
     # a non-commutative monoid with an inverse: integer 2x2 matrices of determinant 1 (exact)
     def mul(a, b):

@@ -80,5 +80,23 @@ class Monoid:
             acc = self.combine(acc, self.lift(item))
         return self.lower(acc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Monoid({self.name!r}, commutative={self.commutative}, invertible={self.invertible})"
+
+    def __reduce_ex__(self, protocol):
+        # Lambdas and local functions do not pickle by name, so a Monoid's fields go through
+        # cloudpickle, which sends them by value (and importable functions still by name).
+        # Subclasses (the built-in aggregations, Multi) pickle in their own way.
+        if type(self) is not Monoid:
+            return super().__reduce_ex__(protocol)
+        import cloudpickle
+
+        return (_rebuild_monoid, (cloudpickle.dumps(self.__dict__, protocol=protocol),))
+
+
+def _rebuild_monoid(blob: bytes) -> Monoid:
+    import pickle
+
+    monoid = Monoid.__new__(Monoid)
+    monoid.__dict__.update(pickle.loads(blob))
+    return monoid

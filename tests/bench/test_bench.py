@@ -22,15 +22,47 @@ def _assert_png(path):
     assert b"IEND" in data[-16:]
 
 
-def test_help_lists_experiments_and_options(capsys):
-    with pytest.raises(SystemExit):
+def test_help_is_short_and_lists_experiments(capsys):
+    with pytest.raises(SystemExit) as stop:
         main(["bench", "--help"])
+    assert stop.value.code == 0
     text = capsys.readouterr().out
     for name in bench.EXPERIMENTS:
-        assert name in text
-    for flag in ("--sizes", "--repeat", "--rounds", "--algorithms", "--aggs", "--quick", "--out", "--window",
-                 "--trials"):
+        assert f"  {name} " in text
+    assert "--sizes" not in text and len(text.splitlines()) < 40
+
+
+@pytest.mark.parametrize("name, own, foreign", [
+    ("throughput", ("--sizes", "--repeat", "--bloom-rounds"), ("--trials", "--ff-sizes")),
+    ("latency", ("--window", "--trials"), ("--sizes", "--bloom-rounds")),
+    ("mta_multi", ("--multi-rows", "--window", "--repeat"), ("--sizes", "--trials")),
+])
+def test_experiment_help_shows_its_options_only(capsys, name, own, foreign):
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", name, "--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    assert f"winagg bench {name}" in text
+    for flag in own + ("--algorithms", "--aggs", "--rounds", "--quick", "--out"):
         assert flag in text
+    for flag in foreign:
+        assert flag not in text
+    assert "defaults: " in text
+
+
+def test_summary_table_shows_varying_columns_and_constants(tmp_path):
+    from winagg.bench import common
+
+    path = tmp_path / "x.csv"
+    common.write_csv(path, [dict(algorithm="daba", window=1, rate=1.23456, cpu="Xeon", note=""),
+                            dict(algorithm="two_stacks", window=1, rate=20, cpu="Xeon", note="")],
+                     ("algorithm", "window", "rate", "cpu", "note"))
+    lines = common.summary_table(path).splitlines()
+    assert lines[0] == f"{path} (2 rows)"
+    assert lines[1] == "  every row: window = 1"  # constant columns once; machine and empty ones left out
+    assert lines[2].split() == ["algorithm", "rate"]
+    assert lines[3].split() == ["daba", "1.235"] and lines[4].split() == ["two_stacks", "20"]
+    assert len({len(line) for line in lines[2:]}) == 1  # aligned
 
 
 def test_unknown_experiment_is_refused():

@@ -19,7 +19,7 @@ from ..errors import NotInvertibleError
 FIFO_ALGORITHMS = ("recalc", "soe", "two_stacks", "two_stacks_lite", "daba", "daba_lite")
 
 
-def add_shared_arguments(parser, defaults_help: str) -> None:
+def add_shared_arguments(parser, defaults_help: Optional[str]) -> None:
     """Options every experiment takes; their defaults differ, so they parse to None.
 
     ``defaults_help`` is appended to the option group's description (each
@@ -142,6 +142,16 @@ def command_line(experiment: str, settings: dict) -> str:
     return shlex.join(words)
 
 
+#: The CSV files written since ``winagg bench`` started its experiment (summarised at the end).
+WRITTEN_CSV: list = []
+
+#: Columns that describe the machine and the run, not a result: left out of the summary table.
+MACHINE_COLUMNS = ("cpu", "cores", "python", "numba", "numpy", "platform", "load_avg_1min", "command")
+
+#: The summary shows at most this many rows of a file.
+SUMMARY_ROWS = 40
+
+
 def write_csv(path: Path, rows: list, columns: Sequence[str]) -> None:
     """Write ``rows`` (dicts) with ``columns`` in that order; missing values stay empty."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,10 +159,70 @@ def write_csv(path: Path, rows: list, columns: Sequence[str]) -> None:
         writer = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+    if path not in WRITTEN_CSV:
+        WRITTEN_CSV.append(path)
+
+
+def _cell(text: str) -> str:
+    """A CSV value for the summary: numbers to 4 significant digits, long notes cut."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text if len(text) <= 48 else text[:45] + "..."
+    if number.is_integer() and abs(number) < 1e15:
+        return f"{int(number):,}"
+    return f"{number:.4g}"
+
+
+def summary_table(path: Path) -> str:
+    """One CSV file as an aligned text table: the columns that vary, the constant ones listed once."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return f"{path}: no rows"
+    columns = [c for c in rows[0] if c not in MACHINE_COLUMNS and any(r[c] for r in rows)]
+    constant = [c for c in columns if len({r[c] for r in rows}) == 1] if len(rows) > 1 else []
+    varying = [c for c in columns if c not in constant]
+    shown = rows[:SUMMARY_ROWS]
+    cells = [[_cell(r[c]) for c in varying] for r in shown]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(varying)]
+    numeric = [all(_is_number(r[c]) or not r[c] for r in shown) for c in varying]
+
+    def line(values):  # numbers right-aligned, text left-aligned
+        return "  " + "  ".join(v.rjust(w) if num else v.ljust(w)
+                                for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    lines = [f"{path} ({len(rows)} rows)"]
+    if constant:
+        lines.append("  every row: " + ", ".join(f"{c} = {_cell(rows[0][c])}" for c in constant))
+    lines.append(line(varying))
+    lines += [line(row) for row in cells]
+    if len(rows) > len(shown):
+        lines.append(f"  ... {len(rows) - len(shown)} more rows in the file")
+    loads = [float(r["load_avg_1min"]) for r in rows if _is_number(r.get("load_avg_1min") or "")]
+    if loads:
+        lines.append(f"  load average (1 min) during the run: {min(loads):g} - {max(loads):g}")
+    if rows[0].get("command"):
+        lines.append(f"  command: {rows[0]['command']}")
+    return "\n".join(lines)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def summary(paths: Sequence[Path]) -> str:
+    """The summary ``winagg bench`` prints at the end: a table per CSV file written."""
+    return "\n\n".join(["summary"] + [summary_table(Path(p)) for p in paths])
 
 
 def progress(total: int, description: str):
     """A tqdm progress bar over an experiment's points, on stderr."""
-    from tqdm import tqdm
+    from ..extras import require
 
+    tqdm = require("tqdm", "bench", "winagg bench").tqdm
     return tqdm(total=total, desc=description, unit="point", file=sys.stderr, dynamic_ncols=True)

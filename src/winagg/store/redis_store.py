@@ -24,7 +24,9 @@ class RedisStore(Store):
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 6379, db: int = 0, prefix: str = "winagg:window"):
-        import redis  # imported here: only this store needs the client
+        from ..extras import require
+
+        redis = require("redis", "redis", "winagg.store.RedisStore")  # only this store needs the client
 
         self.host, self.port, self.db, self.prefix = host, port, db, prefix
         self._redis = redis.Redis(host=host, port=port, db=db)
