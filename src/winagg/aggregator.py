@@ -56,7 +56,7 @@ class FifoAggregator:
                     f"use 'fiba' for out-of-order data)")
             previous = t
 
-    def insert(self, value, time=None) -> None:
+    def insert(self, value: Any, time: Any = None) -> None:
         """Append ``value`` at ``time`` (default: its arrival number)."""
         time = self._arrivals if time is None else time
         self._check_next_times([time], lambda i: "time")
@@ -98,7 +98,7 @@ class FifoAggregator:
         self._state = self._funcs.evict(self._bufs, self._state)
         self._drop_times(1)
 
-    def bulk_evict(self, time) -> int:
+    def bulk_evict(self, time: Any) -> int:
         """Drop every item whose time is <= ``time``; returns how many were dropped."""
         check_time(time)
         count = bisect_right(self._times, time, self._head) - self._head
@@ -121,7 +121,7 @@ class FifoAggregator:
             self._head = 0
 
     # ------------------------------------------------------------ reading
-    def query(self, t_from=None, t_to=None) -> Any:
+    def query(self, t_from: Any = None, t_to: Any = None) -> Any:
         """The lowered aggregate of the window, or of its items with ``t_from <= time <= t_to``.
 
         An empty window (or range) gives the identity's lowering. Range queries
@@ -143,11 +143,11 @@ class FifoAggregator:
     def __len__(self) -> int:
         return len(self._times) - self._head
 
-    def oldest_time(self):
+    def oldest_time(self) -> Any:
         """Time of the oldest item, or None when the window is empty."""
         return self._times[self._head] if len(self) else None
 
-    def youngest_time(self):
+    def youngest_time(self) -> Any:
         """Time of the youngest item, or None when the window is empty."""
         return self._times[-1] if len(self) else None
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Tuple
+from typing import TYPE_CHECKING, Any, List, Tuple
 
 from . import aggregations
 from .errors import NotInvertibleError, UnknownNameError
+
+if TYPE_CHECKING:
+    from .aggregator import FifoAggregator
+    from .monoid import Monoid
+    from .ooo.fiba import Aggregator as FibaAggregator
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ def _discover() -> dict:
 _ALGORITHMS = _discover()
 
 
-def algorithms() -> list:
+def algorithms() -> List[AlgorithmInfo]:
     """Every algorithm winagg has, with its metadata (see :class:`AlgorithmInfo`)."""
     return list(_ALGORITHMS.values())
 
@@ -97,7 +102,7 @@ def check_options(algorithm: AlgorithmInfo, options: dict) -> dict:
     return {**algorithm.options, **options}
 
 
-def make(algorithm: str, aggregation: Any, **options):
+def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> FifoAggregator | FibaAggregator:
     """A new, empty aggregator running ``algorithm`` over ``aggregation``.
 
     ``aggregation`` is a name (``"max"``), a built-in class or instance, or a

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -11,6 +11,14 @@ from .errors import OutOfOrderError
 from .inputs import as_times, describe_non_number, numeric_values, to_array
 from .kernels import count_kernel, time_kernel
 from .registry import check_monoid_fits, info, make
+
+if TYPE_CHECKING:
+    import datetime
+
+    import pandas as pd
+    from numpy.typing import ArrayLike
+
+    from .monoid import Monoid
 
 #: The in-order algorithm used when none is named and subtraction is not exact: Two-Stacks
 #: Lite had the highest compiled throughput of the exact algorithms for sum, max, geomean
@@ -31,7 +39,10 @@ def choose_algorithm(spec, integer_input: bool) -> str:
     return DEFAULT_FIFO
 
 
-def rolling(values, window, agg: Any = "sum", *, times=None, algorithm: Optional[str] = None):
+def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
+            window: int | float | str | datetime.timedelta | pd.Timedelta | np.timedelta64,
+            agg: str | Monoid | type = "sum", *, times: ArrayLike | pd.Index | None = None,
+            algorithm: Optional[str] = None) -> np.ndarray | pd.Series | pd.DataFrame:
     """The sliding-window aggregate ending at each row.
 
     Parameters
