@@ -127,6 +127,8 @@ class Window:
         the same FiBA in plain Python. ``False`` forces plain Python; ``True`` raises
         ValueError where the compiled path does not exist.
 
+    Notes
+    -----
     Semantics of time windows (every sentence is tested in ``tests/test_window.py``):
 
     * The **watermark** is the largest of: (largest event time seen) − ``allowed_lateness``
