@@ -36,6 +36,8 @@ class Monoid:
     name:
         A label used in reprs and reports.
 
+    Notes
+    -----
     Partials are treated as immutable values: ``combine`` must return a new
     partial rather than modify an argument.
     """

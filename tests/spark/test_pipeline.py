@@ -114,3 +114,53 @@ def test_replay_files_are_stamped_so_spark_takes_them_in_arrival_order(tmp_path)
     by_mtime = sorted(paths, key=lambda p: p.stat().st_mtime_ns)
     assert by_mtime == paths
     assert all(p.stat().st_mtime <= time.time() for p in paths)
+
+
+def test_report_defines_its_columns_rounds_distinct_counts_and_states_the_keys_plotted(tmp_path):
+    from winagg.spark.pipeline import write_report
+
+    rng = np.random.default_rng(3)
+    carriers = [f"C{i}" for i in range(10)]  # more than the plot draws
+    n = 400
+    frame = pd.DataFrame({
+        "carrier": rng.choice(carriers, n, p=np.linspace(1, 2, 10) / np.linspace(1, 2, 10).sum()),
+        "departure": pd.Timestamp("2013-01-01", tz="UTC") + pd.to_timedelta(np.sort(rng.integers(0, 5 * 1440, n)), "min"),
+        "dep_delay": rng.normal(10, 20, n).round(),
+    })
+    for suffix in ("1h", "1d"):
+        frame[f"flights_{suffix}"] = rng.integers(1, 30, n)
+        frame[f"mean_delay_{suffix}"] = rng.normal(10, 5, n)
+        frame[f"max_delay_{suffix}"] = frame["dep_delay"]
+        frame[f"std_delay_{suffix}"] = 1.0
+        frame[f"tails_{suffix}"] = rng.uniform(1, 50, n)  # HyperLogLog estimates are fractional
+    config = PipelineConfig(groupings=("carrier",))
+    facts = {"input": "test", "rows": n, "master": "local", "seconds": 1.0, "dropped": 0}
+    report = write_report({"carrier": frame}, config, tmp_path, facts).read_text()
+
+    assert "- dep_delay: in minutes" in report
+    table = [line for line in report.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    for name in header[1:]:  # every column is defined above the table
+        assert f"- **{name}**: " in report
+    medians = frame.groupby("carrier")["tails_1d"].median().round().astype(int)
+    for line in table[1:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[-1] == f"{medians[cells[0]]:,}"  # a whole number, as counted by pandas here
+        assert int(cells[1].replace(",", "")) == (frame["carrier"] == cells[0]).sum()
+    assert (tmp_path / "by_carrier.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_plot_title_states_how_many_keys_it_draws(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from winagg.spark import pipeline
+
+    titles = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", lambda self, text, **kw: titles.append(text))
+    frame = pd.DataFrame({"carrier": [f"C{i % 12}" for i in range(120)],
+                          "departure": pd.date_range("2013-01-01", periods=120, freq="h", tz="UTC"),
+                          "dep_delay": 1.0, "mean_delay_1d": 1.0, "max_delay_1h": 1.0, "tails_1d": 1.0})
+    pipeline._plot(frame, "carrier", PipelineConfig(), tmp_path / "a.png", top=8)
+    pipeline._plot(frame[frame["carrier"].isin(["C0", "C1"])], "carrier", PipelineConfig(), tmp_path / "b.png", top=8)
+    assert "the 8 carriers with the most rows, of 12" in titles[0]
+    assert "all 2 carriers" in titles[1]

