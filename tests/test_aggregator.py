@@ -177,9 +177,17 @@ def test_errors_are_winagg_errors_and_builtin_types():
         assert issubclass(exc, winagg.WinaggError)
 
 
+def _log_of_positive(x):
+    return math.log(x)  # ValueError for x <= 0
+
+
+LOG_SUM = winagg.Monoid(0.0, lambda a, b: a + b, _log_of_positive, math.exp, commutative=True,
+                        inverse=lambda a: -a, name="log_sum")
+
+
 @pytest.mark.parametrize("algorithm", FIFO)
 def test_failing_lift_leaves_the_window_unchanged(algorithm):
-    a = filled(algorithm, "geomean", values=(1.0, 2.0, 4.0, 8.0))
+    a = filled(algorithm, LOG_SUM, values=(1.0, 2.0, 4.0, 8.0))
     before = snapshot(a)
     with pytest.raises(ValueError):
         a.insert(-1.0, 40)  # log of a negative number
@@ -187,7 +195,18 @@ def test_failing_lift_leaves_the_window_unchanged(algorithm):
     with pytest.raises(ValueError):
         a.bulk_insert([2.0, -1.0], [40, 50])
     assert snapshot(a) == before
-    assert before[1] == pytest.approx(math.sqrt(8.0))
+    assert before[1] == pytest.approx(64.0)
+
+
+@pytest.mark.parametrize("algorithm", ["two_stacks_lite", "daba"])
+def test_geomean_of_a_zero_is_zero_and_of_a_negative_is_nan(algorithm):
+    a = winagg.make(algorithm, "geomean")
+    a.bulk_insert([4.0, 0.0, 9.0])
+    assert a.query() == 0.0
+    a.evict(), a.evict()
+    assert a.query() == pytest.approx(9.0)
+    a.insert(-1.0)
+    assert math.isnan(a.query())
 
 
 # ---------------------------------------------------------------- pickling

@@ -10,7 +10,7 @@ array([1., 3., 5., 7.])
 
 from . import aggregations
 from .errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
-                     UnknownNameError, UnsupportedOperationError, WinaggError)
+                     StoreCorruptError, UnknownNameError, UnsupportedOperationError, WinaggError)
 from .monoid import Monoid
 from .registry import AlgorithmInfo, algorithms, make
 from .rolling import rolling
@@ -20,4 +20,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Monoid", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling", "Window", "WindowResult",
            "WinaggError", "OutOfOrderError", "EmptyWindowError", "InvalidTimeError",
-           "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError"]
+           "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError", "StoreCorruptError"]

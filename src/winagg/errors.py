@@ -30,3 +30,7 @@ class UnknownNameError(WinaggError, KeyError):
 
 class UnsupportedOperationError(WinaggError, NotImplementedError):
     """The algorithm does not offer this operation (for example a range query on a FIFO algorithm)."""
+
+
+class StoreCorruptError(WinaggError, LookupError):
+    """A key-value store lacks a value that the window it holds needs (it was changed outside winagg)."""

@@ -190,7 +190,8 @@ def as_times(times, window, rows: int):
         bad = ~np.isfinite(t)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise InvalidTimeError(f"times[{row}] is {t[row]}; times must be finite numbers")
+            what = "NaN" if np.isnan(t[row]) else "infinite"
+            raise InvalidTimeError(f"times[{row}] is {what}; times must be finite numbers")
         if isinstance(window, str) or not isinstance(window, (numbers.Real, np.number)):
             raise ValueError(f"a duration window ({window!r}) needs datetime times")
         w = float(window)

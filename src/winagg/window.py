@@ -191,7 +191,15 @@ class Window:
             if wanted:
                 raise ValueError("compiled=True needs a time Window over a built-in numeric aggregation")
             return None
-        return _CompiledPerEvent("int64" if self._datetimes else "float64", self.sizes)
+        # Integer and datetime times stay int64 (nanoseconds 1 ns apart must not merge in float64);
+        # float sizes, slides or lateness make the times float64.
+        time_type = "float64" if self._float_times else "int64"
+        return _CompiledPerEvent(time_type, self.sizes, self._int_time_limits() if time_type == "int64" else None)
+
+    def _int_time_limits(self):
+        """(lowest, highest) int64 time for which no window bound or lateness leaves int64."""
+        reach = max(self.sizes) + (self.slide or 0) + self.allowed_lateness + 1
+        return INT64_MIN + reach, INT64_MAX - reach
 
     def _init_rows(self, rows, slide, algorithm, options):
         from .rolling import choose_algorithm
@@ -230,7 +238,7 @@ class Window:
         self._aggregator = make(self.algorithm, _Counted(self.monoid), **options)
         self._watermark = -math.inf
         self._max_time = -math.inf
-        self._float_times = any(isinstance(s, float) for s in self.sizes + [self.slide])
+        self._float_times = any(isinstance(s, float) for s in self.sizes + [self.slide, self.allowed_lateness])
         self._pending_times: list = []  # per-event windows: distinct on-time times not yet emitted
         self._pending_set: set = set()
         # aligned windows, per size: (heap of slide buckets with on-time events, next window index)
@@ -259,8 +267,15 @@ class Window:
                 raise InvalidTimeError("time is NaT")
             return int(stamp.value)
         t = _check_number(t, "time")
+        if isinstance(t, float) and self._fast is not None and self._fast.limits is not None:
+            if not t.is_integer():
+                raise InvalidTimeError(f"time {t!r} is fractional, but this Window keeps integer times "
+                                       f"(its size is an integer); give the size as a float for float times")
+            t = int(t)
         if isinstance(t, float):
             self._float_times = True
+        if self._fast is not None and self._fast.limits is not None:
+            self._fast.check(np.array([t], np.int64), "time")
         return t
 
     def _outward(self, t):
@@ -344,13 +359,30 @@ class Window:
             if np.isnat(array).any():
                 raise InvalidTimeError(f"times hold NaT at row {int(np.flatnonzero(np.isnat(array))[0])}")
             ns = array.astype("datetime64[ns]").astype(np.int64)
-            return ns if self._fast is not None else ns.tolist()
+            if self._fast is not None:
+                self._fast.check(ns, "times")
+                return ns
+            return ns.tolist()
         if array.dtype.kind in "iuf" and not self._datetimes:
             if array.dtype.kind == "f":
                 if np.isnan(array).any():
                     raise InvalidTimeError(f"times hold NaN at row {int(np.flatnonzero(np.isnan(array))[0])}")
-                self._float_times = self._float_times or array.size > 0
-            return array if self._fast is not None else array.tolist()
+                if self._fast is not None and self._fast.limits is not None:
+                    fractional = array != np.floor(array)
+                    if fractional.any():
+                        row = int(np.flatnonzero(fractional)[0])
+                        raise InvalidTimeError(f"times[{row}] = {array[row]!r} is fractional, but this Window "
+                                               f"keeps integer times (its size is an integer); give the size "
+                                               f"as a float for float times")
+                    array = array.astype(np.int64)
+                else:
+                    self._float_times = self._float_times or array.size > 0
+            if self._fast is not None:
+                if self._fast.limits is not None:
+                    array = array.astype(np.int64)  # uint64 above int64 fails the check below
+                    self._fast.check(np.asarray(times), "times")
+                return array
+            return array.tolist()
         return [self._time_of(t) for t in array.tolist()]
 
     def _push_many(self, stamps: list, values) -> List[WindowResult]:
@@ -479,7 +511,11 @@ class Window:
         before = np.empty(n, fast.dtype)
         before[0] = low
         np.maximum(running[:-1], low, out=before[1:])
-        floor = np.maximum(before - fast.dtype(self.allowed_lateness), _as_time_type(self._watermark, fast.dtype))
+        # times are checked to lie far enough inside int64 for this subtraction, but `before`
+        # may be the -infinity stand-in: keep it there instead of wrapping around
+        lowered = np.where(before == _as_time_type(-math.inf, fast.dtype), before,
+                           before - fast.dtype(self.allowed_lateness))
+        floor = np.maximum(lowered, _as_time_type(self._watermark, fast.dtype))
         on_time = stamps >= floor
         self.late_events += int(n - np.count_nonzero(on_time))
         largest = running[-1].item()
@@ -532,7 +568,7 @@ class Window:
         fast = self._fast
         mark = _as_time_type(self._watermark, fast.dtype)
         candidates = np.unique(np.concatenate((fast.pending, sorted_times)))
-        split = int(np.searchsorted(candidates, mark, "left"))
+        split = candidates.shape[0] if self._watermark == math.inf else int(np.searchsorted(candidates, mark, "left"))
         close, fast.pending = candidates[:split], candidates[split:]
         # each closing time gives one row per size, in the order of the sizes
         starts = np.stack([close - size for size in fast.sizes], axis=1).ravel()
@@ -644,8 +680,12 @@ def _is_duration(value) -> bool:
 
 # ---------------------------------------------------------------- compiled batches
 _BATCH_KERNELS: dict = {}
-_INT_LOW = np.iinfo(np.int64).min // 4  # stands for -infinity among int64 (nanosecond) times
-_INT_HIGH = np.iinfo(np.int64).max // 4  # and for +infinity
+INT64_MIN = int(np.iinfo(np.int64).min)
+INT64_MAX = int(np.iinfo(np.int64).max)
+# -infinity and +infinity among int64 times and window numbers; event times are kept
+# (by _CompiledPerEvent.check) strictly between them, with room for every window bound.
+_INT_LOW = INT64_MIN
+_INT_HIGH = INT64_MAX - 1
 
 
 def batch_kernel(spec, time_type: str):
@@ -732,8 +772,9 @@ class _CompiledPerEvent:
     counts come from two binary searches) and the sorted distinct times not yet emitted.
     """
 
-    def __init__(self, time_type, sizes):
+    def __init__(self, time_type, sizes, limits=None):
         self.time_type = time_type
+        self.limits = limits  # int64 times: the (lowest, highest) time allowed
         self.dtype = np.int64 if time_type == "int64" else np.float64
         self.sizes = [self.dtype(size) for size in sizes]
         self.bufs, self.st = None, None
@@ -743,6 +784,22 @@ class _CompiledPerEvent:
         # which every window is closed and handled
         self.buckets = [np.empty(0, np.int64) for _ in sizes]
         self.next_k = [None for _ in sizes]
+
+    def check(self, stamps: np.ndarray, what: str) -> None:
+        """InvalidTimeError naming the first int64 time too close to int64's limits."""
+        if self.limits is None or stamps.shape[0] == 0:
+            return
+        lowest, highest = self.limits
+        outside = (stamps < lowest) | (stamps > highest)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            where = what if stamps.shape[0] == 1 and what == "time" else f"{what}[{row}]"
+            raise InvalidTimeError(f"{where} = {stamps[row]} lies within the window's reach of int64's "
+                                   f"limits; times must lie in [{lowest}, {highest}]")
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("limits", None)  # pickled before integer times were kept exact
 
 
 def _as_time_type(x, dtype):

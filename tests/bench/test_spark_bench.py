@@ -8,6 +8,7 @@ pytest.importorskip("pyspark")
 
 from winagg.bench import spark as spark_bench  # noqa: E402
 from winagg.cli import main  # noqa: E402
+from measurements import is_measurement
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +36,13 @@ def test_spark_bench_quick_times_every_method_and_records_equality(spark, tmp_pa
     points = {(r["frame"], r["window"], r["aggregation"], r["method"]) for r in rows}
     assert points == {(frame, window, "max", method) for frame, window in (("rows", "10"), ("range", "50"))
                       for method in spark_bench.METHODS} | {("none", "0", "none", "pass_through")}
-    assert all(float(r["seconds"]) > 0 and r["repeats"] == "1" and r["rows"] == "20000" and r["keys"] == "16"
+    assert all(is_measurement(r["seconds"]) and r["repeats"] == "1" and r["rows"] == "20000" and r["keys"] == "16"
                for r in rows)
     mine = [r for r in rows if r["method"] == "winagg"]
     # the equality check ran on every winagg point, and only there
     assert [r["equal"] for r in mine] == ["True", "True"]
     assert all(r["equal"] == "" for r in rows if r["method"] != "winagg")
-    assert all(float(r["speedup_vs_native_default"]) > 0 and float(r["speedup_vs_native_segment_tree"]) > 0
+    assert all(is_measurement(r["speedup_vs_native_default"]) and is_measurement(r["speedup_vs_native_segment_tree"])
                for r in mine)
     # a range of (50 - 1) * SPACING order units holds about 50 rows
     assert {r["range"] for r in rows if r["frame"] == "range"} == {str(49 * spark_bench.SPACING)}

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..errors import StoreCorruptError
 from ..fifo._mta import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
 
 #: Slots at this level are the AMTA stack (kept locally, see the module docstring).
@@ -37,6 +38,7 @@ INDEX_MASK = (1 << VIRTUAL_SHIFT) - 1
 #: Values written last that each level keeps at hand (at least 2: a tail pair).
 RECENT = 4
 _MISSING = object()
+_ABSENT = object()  # a cell the store does not hold
 
 
 _FLOAT = struct.Struct("<d")
@@ -122,7 +124,7 @@ class CachedLevels:
             if 0 <= offset < len(values):
                 if len(values) - offset < self.refill:
                     self._refill(level, index)
-                return values[offset]
+                return self._present(values[offset], level, index)
         dirty = self.dirty.get(level)
         if dirty is not None:
             value = dirty.get(index, _MISSING)
@@ -141,10 +143,18 @@ class CachedLevels:
         if 0 <= index - self._lo(level) < self.buffer_size:
             # a read at the head of the level: the next reads follow it, fetch a batch
             self.head[level] = (index, self._fetch(level, index, index + self.buffer_size))
-            return self.head[level][1][0]
+            return self._present(self.head[level][1][0], level, index)
         self.store_reads += 1
         raw = self.store.get_many(level, [index])[0]
-        return None if raw is None else decode(raw)
+        return self._present(_ABSENT if raw is None else decode(raw), level, index)
+
+    def _present(self, value, level, index):
+        """``value``, or StoreCorruptError when the window needs a cell the store does not hold."""
+        if value is _ABSENT:
+            raise StoreCorruptError(f"{self.store!r} has no value at level {level}, index {index}, which the "
+                                    f"window holds: the store was changed outside winagg; clear() it and "
+                                    f"rebuild the window")
+        return value
 
     def _refill(self, level, index):
         start, values = self.head[level]
@@ -162,7 +172,7 @@ class CachedLevels:
             value = dirty.get(i, _MISSING)
             if value is _MISSING:
                 blob = raw.get(i)
-                value = None if blob is None else decode(blob)
+                value = _ABSENT if blob is None else decode(blob)  # past the end, or lost
             values.append(value)
         return values
 

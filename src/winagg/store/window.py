@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 from typing import Any, Iterable, Optional
 
+import numpy as np
+
 from .. import aggregations
 from ..aggregator import check_time
 from ..errors import EmptyWindowError, OutOfOrderError
@@ -29,7 +31,8 @@ class StoredWindow:
 
     The tree's levels and the items' times live in the store; local memory
     holds a write buffer and per-level read caches of ``buffer_size`` values
-    (refilled below ``refill``), so it stays O(log n) at millions of items
+    (refilled when fewer than ``refill`` are left, by default half of
+    ``buffer_size``), so it stays O(log n) at millions of items
     (see :mod:`winagg.store.levels`). Writes reach the store in one atomic
     batch whenever a level has ``buffer_size`` of them buffered, and on
     :meth:`flush`/:meth:`close`. A window opened on a store that already
@@ -44,14 +47,16 @@ class StoredWindow:
     """
 
     def __init__(self, store, aggregation: Any, algorithm: str = "amta",
-                 buffer_size: int = 512, refill: int = 256):
+                 buffer_size: int = 512, refill: Optional[int] = None):
         if algorithm not in _MODULES:
             raise ValueError(f"a stored window runs 'amta' or 'lmta', not {algorithm!r}")
         self.store = store
         self.algorithm = info(algorithm)
         self.monoid = aggregations.get(aggregation)
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
+            raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         self.buffer_size = buffer_size
-        self.levels = CachedLevels(store, buffer_size, refill)
+        self.levels = CachedLevels(store, buffer_size, buffer_size // 2 if refill is None else refill)
         monoid = self.monoid
         ops = Ops(monoid.combine, monoid.identity, self._alloc, CachedLevels.load, CachedLevels.store_slot,
                   monoid.inverse, _no_jit, _no_jit)
@@ -150,6 +155,9 @@ class StoredWindow:
 
     def evict_oldest(self, count: int) -> int:
         """Drop the ``count`` oldest items (all if there are fewer) in O(log n); returns how many went."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise TypeError(f"count must be a whole number of items, got {count!r}")
+        count = int(count)
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
         count = min(count, len(self))
