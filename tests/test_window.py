@@ -336,3 +336,37 @@ def test_aggregations_whose_python_answer_is_not_a_number_stay_in_python():
     window.push(1.0, 7.0)
     (result,) = window.flush()
     assert isinstance(result.value, winagg.aggregations.BloomFilter) and result.count == 1
+
+
+# ---------------------------------------------------------------- integer times stay exact
+def test_compiled_integer_times_one_nanosecond_apart_stay_apart():
+    t0 = 1_700_000_000_000_000_000  # nanoseconds since the epoch: float64 would merge these
+    times = np.array([t0, t0 + 1, t0 + 2])
+    fast = Window("sum", size=1)
+    slow = Window("sum", size=1, compiled=False)
+    got = fast.push_batch(times, [1.0, 2.0, 4.0]) + fast.flush()
+    want = slow.push_batch(times.tolist(), [1.0, 2.0, 4.0]) + slow.flush()
+    assert [(r.end, r.value) for r in got] == [(r.end, r.value) for r in want] == \
+        [(t0, 1.0), (t0 + 1, 2.0), (t0 + 2, 4.0)]
+
+
+def test_datetimes_before_1897_are_not_late():
+    w = Window("count", size="1h")
+    stamps = pd.to_datetime(["1800-01-01 00:00", "1800-01-01 00:30", "1800-01-01 02:00"])
+    results = w.push_batch(stamps, [1.0, 2.0, 3.0]) + w.flush()
+    assert [r.count for r in results] == [1, 2, 1] and w.late_events == 0
+
+
+def test_fractional_time_in_an_integer_window_is_refused():
+    w = Window("sum", size=10)
+    with pytest.raises(winagg.InvalidTimeError, match="fractional"):
+        w.push(1.5, 1.0)
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\] = 2.5"):
+        w.push_batch(np.array([1.0, 2.5]), [1.0, 1.0])
+    assert w.push(3.0, 1.0) == [] and [r.value for r in w.flush()] == [1.0]
+
+
+def test_integer_times_at_int64_limits_are_refused_by_name():
+    w = Window("sum", size=10)
+    with pytest.raises(winagg.InvalidTimeError, match="int64's limits"):
+        w.push(-2**63 + 3, 1.0)

@@ -371,7 +371,7 @@ class Window:
                     fractional = array != np.floor(array)
                     if fractional.any():
                         row = int(np.flatnonzero(fractional)[0])
-                        raise InvalidTimeError(f"times[{row}] = {array[row]!r} is fractional, but this Window "
+                        raise InvalidTimeError(f"times[{row}] = {array[row]} is fractional, but this Window "
                                                f"keeps integer times (its size is an integer); give the size "
                                                f"as a float for float times")
                     array = array.astype(np.int64)

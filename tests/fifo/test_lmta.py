@@ -99,3 +99,14 @@ def test_slide_policy_search_finds_the_longest_removable_prefix():
         def wsp(total, old, limit=keep_out):
             return old.count(";") <= limit
         assert funcs.removable(bufs, state, total, "", wsp) == keep_out
+
+
+@pytest.mark.parametrize("algorithm", ["lmta", "amta"])
+@pytest.mark.parametrize("count", [1.5, "2", None, True])
+def test_evict_oldest_needs_a_whole_count_and_changes_nothing_otherwise(algorithm, count):
+    agg = winagg.make(algorithm, "sum")
+    agg.bulk_insert([1.0, 2.0, 4.0])
+    with pytest.raises(TypeError, match="count must be a whole number"):
+        agg.evict_oldest(count)
+    assert (len(agg), agg.query()) == (3, 7.0)
+    assert agg.evict_oldest(np.int64(2)) == 2 and agg.query() == 4.0

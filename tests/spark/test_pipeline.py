@@ -164,3 +164,13 @@ def test_plot_title_states_how_many_keys_it_draws(tmp_path, monkeypatch):
     pipeline._plot(frame[frame["carrier"].isin(["C0", "C1"])], "carrier", PipelineConfig(), tmp_path / "b.png", top=8)
     assert "the 8 carriers with the most rows, of 12" in titles[0]
     assert "all 2 carriers" in titles[1]
+
+
+def test_a_missing_input_is_reported_before_spark_starts(tmp_path, capsys):
+    from pyspark.sql import SparkSession
+
+    before = SparkSession.getActiveSession()
+    assert main(["pipeline", "--input", str(tmp_path / "missing.csv"), "--output", str(tmp_path / "out"),
+                 "--no-progress"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert SparkSession.getActiveSession() is before and not (tmp_path / "out").exists()

@@ -141,3 +141,40 @@ def test_the_slide_policy_and_time_eviction_work_on_a_stored_window(new_store):
     assert window.query() == 30.0
     with pytest.raises(winagg.OutOfOrderError):
         window.insert(1.0, time=150)
+
+
+def test_a_store_missing_a_cell_the_window_needs_says_so(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "w.db"
+    with StoredWindow(SQLiteStore(path), "sum", buffer_size=16) as window:
+        window.bulk_insert([float(i) for i in range(200)])
+        for _ in range(50):
+            window.evict()
+    with sqlite3.connect(path) as db:  # lose one live item of the lowest level
+        db.execute("DELETE FROM cells WHERE level = 0 AND idx = (SELECT idx FROM cells WHERE level = 0 "
+                   "ORDER BY idx LIMIT 1 OFFSET 3)")
+    reopened = StoredWindow(SQLiteStore(path), "sum", buffer_size=16)
+    with pytest.raises(winagg.StoreCorruptError, match="level 0, index 53"):
+        for _ in range(150):
+            reopened.evict()
+            reopened.query()
+
+
+@pytest.mark.parametrize("buffer_size", [2, 16])
+def test_a_small_buffer_gets_a_refill_that_fits_it(tmp_path, buffer_size):
+    with StoredWindow(SQLiteStore(tmp_path / "w.db"), "sum", buffer_size=buffer_size) as window:
+        window.bulk_insert([1.0] * 100)
+        for _ in range(60):
+            window.evict()
+        assert window.query() == 40.0
+    with pytest.raises(ValueError, match="buffer_size"):
+        StoredWindow(SQLiteStore(tmp_path / "x.db"), "sum", buffer_size=1)
+
+
+def test_evict_oldest_of_a_fraction_is_refused_and_changes_nothing(tmp_path):
+    with StoredWindow(SQLiteStore(tmp_path / "w.db"), "sum") as window:
+        window.bulk_insert([1.0, 2.0, 3.0])
+        with pytest.raises(TypeError, match="count"):
+            window.evict_oldest(1.5)
+        assert (len(window), window.query()) == (3, 6.0)

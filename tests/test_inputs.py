@@ -1,0 +1,196 @@
+"""Every input a user can give winagg.rolling: the answer pandas would give, or an error naming it.
+
+Each test here failed before winagg.inputs existed (a crash, a wrapped sum, a silently wrong
+window); expected values come from pandas or from counting by hand, never from winagg.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import winagg
+from winagg.inputs import INT64_MAX, INT64_MIN, as_times
+
+# ---------------------------------------------------------------- times at int64's limits
+
+
+@pytest.mark.parametrize("times", [[6, INT64_MIN], [INT64_MIN, 6], [INT64_MIN, INT64_MIN + 3]])
+def test_times_at_int64_min_give_each_row_its_own_window(times):
+    # window 10: rows 6 and -2**63 are far apart, so each window holds one row; the last two
+    # times are 3 apart, so that window holds both.
+    want = [1.0, 2.0] if times[1] - times[0] == 3 else [1.0, 1.0]
+    got = winagg.rolling(np.ones(2), 10, times=np.array(times, dtype=np.int64), agg="sum")
+    assert got.tolist() == want
+
+
+def test_times_at_int64_max_and_min_together():
+    t = np.array([INT64_MIN + 10, 0, INT64_MAX - 5, INT64_MAX], dtype=np.int64)
+    got = winagg.rolling(np.ones(4), 10, times=t, agg="count")
+    assert got.tolist() == [1, 1, 1, 2]
+
+
+def test_times_wider_than_int64_with_the_window_are_refused():
+    t = np.array([INT64_MIN, INT64_MAX], dtype=np.int64)
+    with pytest.raises(OverflowError, match="times span"):
+        winagg.rolling(np.ones(2), 2**62, times=t, agg="sum")
+
+
+def test_unsigned_times_above_int64_stay_exact():
+    t = np.array([2**63 + 10, 2**63 + 11, 2**63 + 20], dtype=np.uint64)
+    assert winagg.rolling(np.ones(3), 2, times=t, agg="sum").tolist() == [1.0, 2.0, 1.0]
+
+
+def test_as_times_keeps_nanoseconds_one_apart_distinct():
+    t0 = 1_700_000_000_000_000_000
+    t, w = as_times(np.array([t0, t0 + 1, t0 + 2]), 1, 3)
+    assert t.dtype == np.int64 and w == 1
+    assert winagg.rolling(np.array([1.0, 2.0, 4.0]), 2, times=np.array([t0, t0 + 1, t0 + 2])).tolist() == [1, 3, 6]
+
+
+def test_fractional_window_on_integer_times_is_exact():
+    # (t - 1.5, t] holds the integers t-1 and t: the same rows as a window of 2
+    t = np.array([2**62, 2**62 + 1, 2**62 + 2], dtype=np.int64)
+    assert winagg.rolling(np.ones(3), 1.5, times=t, agg="sum").tolist() == [1.0, 2.0, 2.0]
+
+
+def test_infinite_float_times_are_refused():
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\] is infinite"):
+        winagg.rolling(np.ones(2), 1.0, times=np.array([0.0, np.inf]))
+
+
+def test_none_in_times_is_refused():
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\] is None"):
+        winagg.rolling(np.ones(2), 1, times=[0, None])
+
+
+# ---------------------------------------------------------------- datetime units
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+def test_numeric_window_is_in_the_times_unit(unit):
+    t = np.array([0, 1, 2, 5], dtype=f"datetime64[{unit}]")
+    got = winagg.rolling(np.ones(4), 2, times=t, agg="sum")
+    want = pd.Series(np.ones(4), index=pd.DatetimeIndex(t.astype("datetime64[ns]"))).rolling(
+        pd.Timedelta(2, unit=unit)).sum()
+    assert got.tolist() == want.tolist() == [1.0, 2.0, 2.0, 1.0]
+
+
+def test_duration_window_finer_than_the_times_unit():
+    t = np.array([0, 1, 2], dtype="datetime64[s]")
+    assert winagg.rolling(np.ones(3), "1500ms", times=t, agg="sum").tolist() == [1.0, 2.0, 2.0]
+
+
+def test_seconds_times_far_from_1970_stay_exact():
+    # year 3000 is beyond datetime64[ns]; whole-second windows never need nanoseconds
+    t = np.array(["3000-01-01T00:00:00", "3000-01-01T00:00:01", "3000-01-01T01:00:00"], dtype="datetime64[s]")
+    # (00:00:00, 01:00:00] holds the second and the third row
+    assert winagg.rolling(np.ones(3), "1h", times=t, agg="sum").tolist() == [1.0, 2.0, 2.0]
+
+
+# ---------------------------------------------------------------- integer values
+def test_integer_sum_overflow_names_the_row():
+    with pytest.raises(OverflowError, match="row 1"):
+        winagg.rolling(np.array([2**62, 2**62]), 2, "sum")
+    with pytest.raises(OverflowError, match="row 3"):  # rows 2 and 3 sum to 2**63
+        winagg.rolling(np.array([2**62, -2**62, 2**62, 2**62]), 2, "mean")
+
+
+def test_integer_sum_whose_running_total_wraps_is_still_exact():
+    values = np.array([2**62, 2**62, -2**62, -2**62, 5], dtype=np.int64)
+    # windows of 2: 2**63 overflows at row 1; a window of 1 never does
+    assert winagg.rolling(values, 1, "sum").tolist() == values.tolist()
+    with pytest.raises(OverflowError, match="row 1"):
+        winagg.rolling(values, 2, "sum")
+
+
+def test_integer_sum_overflow_in_a_time_window():
+    with pytest.raises(OverflowError, match="row 2"):
+        winagg.rolling(np.array([2**62, -1, 2**62]), 5, times=np.array([0, 1, 2]), agg="sum")
+    assert winagg.rolling(np.array([2**62, -1, 2**62]), 2, times=np.array([0, 1, 2]), agg="sum").tolist() == \
+        [2**62, 2**62 - 1, 2**62 - 1]
+
+
+def test_integer_sum_overflow_out_of_order():
+    # row 1 (time 1) holds itself alone; row 2 (time 2) holds times 1 and 2: 2**63
+    with pytest.raises(OverflowError, match="row 2"):
+        winagg.rolling(np.array([2**62, 2**62, 2**62]), 5, times=np.array([3, 1, 2]), agg="sum")
+
+
+def test_unsigned_values_above_int64_are_refused():
+    with pytest.raises(OverflowError, match=r"values\[1\]"):
+        winagg.rolling(np.array([1, 2**63 + 5], dtype=np.uint64), 2, "sum")
+
+
+# ---------------------------------------------------------------- missing values
+@pytest.mark.parametrize("agg", ["sum", "count", "mean", "max", "min"])
+def test_none_is_missing_like_pandas(agg):
+    values = [1.0, None, 3.0, None, None]
+    got = winagg.rolling(values, 2, agg)
+    want = getattr(pd.Series(values, dtype=float).rolling(2, min_periods=1), agg)()
+    if agg == "count":
+        want = pd.Series([1, 1, 1, 1, 0])  # pandas counts non-missing values too
+    np.testing.assert_array_equal(np.asarray(got, dtype=float), want.to_numpy(dtype=float))
+
+
+def test_integers_with_none_become_floats():
+    assert winagg.rolling([1, None, 3], 3, "sum").tolist() == [1.0, 1.0, 4.0]
+
+
+def test_none_is_missing_per_item_too():
+    agg = winagg.make("two_stacks_lite", "sum")
+    agg.bulk_insert([1.0, None, 3.0])
+    assert agg.query() == 4.0
+    count = winagg.make("daba", "count")
+    count.bulk_insert([1.0, None])
+    assert count.query() == 1
+
+
+# ---------------------------------------------------------------- shapes and types
+def test_a_huge_row_window_allocates_for_the_input_only():
+    assert winagg.rolling(np.ones(4), 10**12, "max").tolist() == [1.0] * 4
+
+
+def test_dataframe_is_rolled_per_column_like_pandas():
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [4.0, None, 6.0]}, index=[10, 20, 30])
+    got = winagg.rolling(frame, 2, "sum")
+    pd.testing.assert_frame_equal(got, frame.rolling(2, min_periods=1).sum())
+
+
+def test_strings_for_a_numeric_aggregation_name_the_value():
+    with pytest.raises(TypeError, match=r"sum needs numbers.*values\[1\] = 'b'"):
+        winagg.rolling(np.array([1, "b"], dtype=object), 2, "sum")
+
+
+def test_two_dimensional_values_are_refused():
+    with pytest.raises(ValueError, match="one-dimensional"):
+        winagg.rolling(np.ones((2, 2)), 2, "sum")
+
+
+def test_empty_input_gives_empty_output():
+    assert winagg.rolling(np.array([], dtype=float), 3, "sum").shape == (0,)
+    assert winagg.rolling(np.array([], dtype=float), 3, "max", times=np.array([], dtype=np.int64)).shape == (0,)
+
+
+# ---------------------------------------------------------------- aggregations at their edges
+def test_relvar_of_a_zero_maximum_is_nan_compiled_and_per_item():
+    compiled = winagg.rolling(np.array([0.0, -1.0, 2.0]), 2, "relvar")
+    assert math.isnan(compiled[0]) and math.isnan(compiled[1]) and compiled[2] == pytest.approx(1.5)
+    agg = winagg.make("two_stacks", "relvar")
+    agg.insert(0.0)
+    assert math.isnan(agg.query())
+
+
+def test_geomean_of_zero_is_zero_compiled_and_per_item():
+    assert winagg.rolling(np.array([0.0, 4.0, 9.0]), 2, "geomean").tolist() == pytest.approx([0.0, 0.0, 6.0])
+    agg = winagg.make("two_stacks", "geomean")
+    agg.insert(0.0)
+    assert agg.query() == 0.0
+
+
+def test_m4_skips_nan_whatever_the_bracketing():
+    m4 = winagg.aggregations.get("m4")
+    items = [m4.lift(x) for x in (3.0, float("nan"), 1.0, 5.0)]
+    left = m4.combine(m4.combine(m4.combine(items[0], items[1]), items[2]), items[3])
+    right = m4.combine(items[0], m4.combine(items[1], m4.combine(items[2], items[3])))
+    assert left[2:] == right[2:] == (1.0, 5.0)
+    assert left[0] == 3.0 and left[1] == 5.0
