@@ -1,0 +1,470 @@
+"""Whole-array sliding windows by block prefix and suffix scans (van Herk / Gil-Werman).
+
+When every value is in memory, a window needs no per-item queue. Cut the rows
+into segments ``[c_0, c_1), [c_1, c_2), ...`` such that every window
+``[s_i, i]`` ending in segment k starts after ``c_(k-1)`` and at or before
+``c_k``. Then the window is the suffix ``[s_i, c_k)`` of segment k-1 followed
+by the prefix ``[c_k, i]`` of segment k, and one suffix scan and one prefix
+scan per segment give every window's aggregate in one more combine. That is
+Two-Stacks done a segment at a time, in loops without a data-dependent branch.
+For a row window of w rows the segments are the blocks ``[k w, (k+1) w)``; for
+a time window the bounds ``s_i`` come from :func:`numpy.searchsorted` and the
+segments are chosen greedily (``c_(k+1)`` is one past the last row whose window
+starts at or before ``c_k``), so the same kernel serves windows of any width.
+
+Every partial holds items of the window only and nothing is ever subtracted
+from a float, so a window of zeros after huge values is exactly 0.0, and a
+window's result does not depend on the rows that left it.
+
+Semantics (those of :func:`winagg.rolling` for the built-in aggregations):
+row window i covers rows ``max(0, i-window+1) .. i``; a time window covers the
+rows j <= i with ``times[i] - span < times[j] <= times[i]`` (sorted times).
+NaN values are skipped: sum, mean, min and max of a window without a value are
+NaN; count counts non-NaN values (an int64 result); var and std use
+``ddof`` 1 (``var1``/``std1``, pandas' default) or 0 (``var0``/``std0``) and are
+NaN when the count is at most ``ddof``; a window holding +-inf has var/std NaN.
+Integer input: ``sum_i`` is the exact int64 sum and ``mean_i`` divides that
+exact sum by the count; a window whose sum is outside int64 raises
+``OverflowError("sum overflows int64 at row N")`` for the first such row.
+max, min, var and std read integers as float64.
+
+Variance partial: each segment's prefix scan keeps ``(count, sum(x-K),
+sum((x-K)^2))`` with K the segment's first valid value, and its suffix scan the
+same with K the segment's last valid value, so K is always a value inside the
+window (never one that left it). A window's two partials merge by Chan et al.'s
+update, ``M2 = M2a + M2b + delta^2 na nb / n``, with ``delta = (Kb - Ka) +
+(S1b/nb - S1a/na)`` so that a large common offset never rounds the difference of
+the means. Error bound: with u = 2^-53 and a window of n <= w values, the
+relative error of var is at most about ``(w + 3) u kappa`` where
+``kappa = 1 + n (mean - K)^2 / M2 <= 1 + n`` (K being one of the window's
+values); rounding errors of the sums are in practice far below the worst case.
+Measured against exact rational arithmetic (``fractions``) on 25 random windows
+of 1,000 rows each: normal data 7.7e-15, 1e9 + normal noise 8.4e-15,
+1e6 + 1e-3 noise 8.4e-15, Student t(2) 2.3e-15, a linear trend 6.0e-15,
+normal data with 0.1% outliers of 1e9 4.2e-15 (the per-item Chan merge of
+:mod:`winagg.aggregations`: 1.3e-15 to 7.2e-8 on the same data, largest on the
+offsets; pandas: up to 6.9 on the outliers). ``tests/test_blockscan.py`` checks
+1e-12 against exact arithmetic, offsets included.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numba as nb
+import numpy as np
+
+from . import jitcache
+
+#: Compiled keys handled here (see ``Aggregation.compiled_for(dtype).key``).
+
+MOMENT_KEYS = ("var0", "var1", "std0", "std1")
+KEYS = ("sum_f", "sum_i", "mean_f", "mean_i", "max", "min", "count") + MOMENT_KEYS
+
+
+# ---------------------------------------------------------------- public entry point
+def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional[np.ndarray] = None,
+            span=None) -> Optional[np.ndarray]:
+    """The aggregate ``key`` of every window, or None when this module does not handle the call.
+
+    ``values`` is a 1-D int64 or float64 array; ``key`` a compiled aggregation
+    key (:data:`KEYS`). Without ``times``, ``window`` (>= 1) is a row count;
+    with ``times`` (sorted int64 or float64, same length) ``span`` is the
+    window's duration in the times' unit and ``window`` is ignored. None is
+    returned for other keys or dtypes and for unsorted times, so that the
+    caller can run its per-item kernels instead.
+    """
+    if key not in KEYS or not isinstance(values, np.ndarray) or values.ndim != 1:
+        return None
+    if values.dtype not in (np.int64, np.float64):
+        return None
+    integer = values.dtype == np.int64
+    if key in ("sum_i", "mean_i") and not integer or key in ("sum_f", "mean_f") and integer:
+        return None
+    n = values.shape[0]
+    if times is None:
+        if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+            raise ValueError(f"window must be a row count of at least 1, got {window!r}")
+        starts, width = _NO_STARTS, int(min(window, max(n, 1)))
+    else:
+        starts = window_starts(times, span, n)
+        if starts is None:
+            return None
+        width = 0
+    if n == 0:
+        return np.empty(0, np.int64 if key in ("count", "sum_i") else np.float64)
+    if key == "count":
+        return _row_counts(n, starts, width) if integer else _valid_counts(values, starts, width)
+    if key in ("sum_i", "mean_i"):
+        return _integer_sum(values, starts, width, key == "mean_i")
+    x = values.astype(np.float64, copy=False)
+    out = np.empty(n, np.float64)
+    if key in MOMENT_KEYS:
+        _moments_kernel(x, starts, width, float(key[-1]), key.startswith("std"), _scratch(9, n, starts, width), out)
+        return out
+    saw_nan = _scan_kernel(key)(x, starts, width, _scratch(6, n, starts, width), out)
+    if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
+        _nan_where_empty(x, starts, width, out)
+    return out
+
+
+_NO_STARTS = np.empty(0, np.int64)
+
+
+def window_starts(times, span, n: int) -> Optional[np.ndarray]:
+    """``starts[i]``: the first row j with ``times[j] > times[i] - span`` (sorted times), or None if unsorted."""
+    t = np.asarray(times)
+    if t.ndim != 1 or t.shape[0] != n:
+        raise ValueError(f"times must be one-dimensional with {n} rows, got shape {t.shape}")
+    if t.dtype not in (np.int64, np.float64):
+        return None
+    if span is None or isinstance(span, str) or not span > 0:
+        raise ValueError(f"span must be a positive number in the times' unit, got {span!r}")
+    if n > 1 and bool((t[1:] < t[:-1]).any()):
+        return None
+    return np.searchsorted(t, t - span, side="right").astype(np.int64, copy=False)
+
+
+def _scratch(rows: int, n: int, starts, width) -> np.ndarray:
+    """Buffers for the kernels: a segment is never longer than the widest window."""
+    if width > 0:
+        widest = width
+    else:
+        widest = int((np.arange(n, dtype=np.int64) - starts).max()) + 1
+    return np.empty((rows, widest + 1), np.float64)
+
+
+# ---------------------------------------------------------------- segments
+@nb.njit(cache=True, inline="always")
+def _segment_end(starts, width, n, c):
+    """One past the last row whose window starts at or before row ``c``."""
+    if width > 0:  # row windows: blocks of ``width`` rows
+        return min(c + width, n)
+    e = c + 1
+    while e < n and starts[e] <= c:
+        e += 1
+    return e
+
+
+# ---------------------------------------------------------------- sum, mean, max, min
+@nb.njit(cache=True, inline="always")
+def _sum_lift(v):
+    return v if v == v else 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def _add(a, b):
+    return a + b
+
+
+@nb.njit(cache=True, inline="always")
+def _keep(v):
+    return v
+
+
+@nb.njit(cache=True, inline="always")
+def _max(a, b):
+    # NaN never wins a comparison, so a NaN item leaves the partial as it was.
+    return b if b > a else a
+
+
+@nb.njit(cache=True, inline="always")
+def _min(a, b):
+    return b if b < a else a
+
+
+@nb.njit(cache=True, inline="always")
+def _no_count(value, count):
+    return value
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _divide(value, count):
+    return value / count  # 0 / 0 is NaN: the mean of a window without a value
+
+
+#: key -> (lift, combine, identity, finish, counted). NaN lifts to the identity (or loses every
+#: comparison); a ``counted`` kernel also scans the number of valid values and gives it to ``finish``.
+_SCALAR_MONOIDS = {"sum_f": (_sum_lift, _add, 0.0, _no_count, False),
+                   "mean_f": (_sum_lift, _add, 0.0, _divide, True),
+                   "max": (_keep, _max, -np.inf, _no_count, False),
+                   "min": (_keep, _min, np.inf, _no_count, False)}
+_kernels: dict = {}
+
+
+def _scan_kernel(key: str):
+    """``kernel(x, starts, width, scratch, out) -> saw_nan`` for ``key`` (one compilation per key)."""
+    if key not in _kernels:
+        _kernels[key] = _build_scan_kernel(*_SCALAR_MONOIDS[key])
+    return _kernels[key]
+
+
+def _build_scan_kernel(lift, combine, identity, finish, counted):
+    segment_end = _segment_end
+
+    @jitcache.njit(error_model="numpy")
+    def kernel(x, starts, width, scratch, out):
+        # scratch rows: this segment's prefix scans, its suffix scans, the suffix scans of the
+        # segment before; rows 3-5 the same for the counts of valid values (``counted`` only).
+        # Loop indices are unsigned: numba then emits no negative-index wraparound.
+        n = x.shape[0]
+        one = np.uint64(1)
+        prefix, suffix, previous = scratch[0], scratch[1], scratch[2]
+        prefix_n, suffix_n, previous_n = scratch[3], scratch[4], scratch[5]
+        for k in range(previous.shape[0]):
+            previous[k] = identity  # no segment before the first
+            previous_n[k] = 0.0
+        saw_nan = False
+        c_prev = 0
+        c = 0
+        while c < n:
+            e = segment_end(starts, width, n, c)
+            m = np.uint64(e - c)
+            base = np.uint64(c)
+            last = np.uint64(e - 1)
+            # two independent chains per step: the prefix of [c, e) and its suffix
+            p = identity
+            s = identity
+            segment_nan = False
+            for k in range(m):
+                v = x[base + k]
+                segment_nan |= v != v
+                p = combine(p, lift(v))
+                prefix[k] = p
+                s = combine(s, lift(x[last - k]))
+                suffix[m - one - k] = s
+            saw_nan |= segment_nan
+            if counted:  # valid values per partial: a scan only where the segment holds a NaN
+                if segment_nan:
+                    pn = 0.0
+                    sn = 0.0
+                    for k in range(m):
+                        v = x[base + k]
+                        pn += 1.0 if v == v else 0.0
+                        prefix_n[k] = pn
+                        u = x[last - k]
+                        sn += 1.0 if u == u else 0.0
+                        suffix_n[m - one - k] = sn
+                else:
+                    for k in range(m):
+                        prefix_n[k] = k + 1.0
+                        suffix_n[k] = m - k
+            suffix[m] = identity  # a window that starts at c takes nothing from the segment before
+            suffix_n[m] = 0.0
+            if width > 0:  # row windows: window c+k starts at c_prev + k + 1
+                for k in range(m):
+                    if counted:
+                        out[base + k] = finish(combine(previous[k + one], prefix[k]),
+                                               previous_n[k + one] + prefix_n[k])
+                    else:
+                        out[base + k] = combine(previous[k + one], prefix[k])
+            else:
+                before = np.uint64(c_prev)
+                for k in range(m):
+                    a = np.uint64(starts[base + k]) - before
+                    if counted:
+                        out[base + k] = finish(combine(previous[a], prefix[k]), previous_n[a] + prefix_n[k])
+                    else:
+                        out[base + k] = combine(previous[a], prefix[k])
+            previous, suffix = suffix, previous
+            previous_n, suffix_n = suffix_n, previous_n
+            c_prev = c
+            c = e
+        return saw_nan
+
+    return kernel
+
+
+# ---------------------------------------------------------------- count, windows without a value
+@nb.njit(cache=True)
+def _valid_counts_kernel(x, starts, width, out):
+    """out[i]: non-NaN values in window i, by an exact integer running count."""
+    n = x.shape[0]
+    missing = 0  # NaN rows inside the current window
+    first = 0
+    for i in range(n):
+        if x[i] != x[i]:
+            missing += 1
+        if width > 0:
+            if i >= width and x[i - width] != x[i - width]:
+                missing -= 1
+            out[i] = min(i + 1, width) - missing
+        else:
+            s = starts[i]
+            while first < s:
+                if x[first] != x[first]:
+                    missing -= 1
+                first += 1
+            out[i] = i - s + 1 - missing
+
+
+def _valid_counts(x, starts, width) -> np.ndarray:
+    out = np.empty(x.shape[0], np.int64)
+    _valid_counts_kernel(x, starts, width, out)
+    return out
+
+
+def _row_counts(n: int, starts, width) -> np.ndarray:
+    """Rows per window (every row counts: integer input has no missing values)."""
+    ends = np.arange(1, n + 1, dtype=np.int64)
+    return np.minimum(ends, width) if width > 0 else ends - starts
+
+
+@nb.njit(cache=True)
+def _nan_where_empty(x, starts, width, out):
+    """NaN in ``out`` for every window without a valid value (its newest valid row is before its start)."""
+    newest_valid = -1
+    for i in range(x.shape[0]):
+        if x[i] == x[i]:
+            newest_valid = i
+        s = max(i - width + 1, 0) if width > 0 else starts[i]
+        if newest_valid < s:
+            out[i] = np.nan
+
+
+# ---------------------------------------------------------------- exact int64 sums
+@nb.njit(cache=True)
+def _integer_sum_kernel(x, starts, width, out):
+    """Exact int64 window sums; returns the first row whose sum is outside int64, or -1.
+
+    Each value is split as ``hi * 2^32 + lo`` (hi signed 32-bit, lo in [0, 2^32)).
+    The window sums H of hi and L of lo fit in int64 for windows of fewer than
+    2^31 rows, so adding the entering row and subtracting the leaving ones is
+    exact; the window sum is ``(H + (L >> 32)) * 2^32 + (L & (2^32 - 1))`` and is
+    in range exactly when ``H + (L >> 32)`` fits in 32 signed bits.
+    """
+    n = x.shape[0]
+    low_mask = np.int64(0xFFFFFFFF)
+    limit = np.int64(1) << 31
+    high_sum = np.int64(0)
+    low_sum = np.int64(0)
+    first = 0
+    for i in range(n):
+        high_sum += x[i] >> 32
+        low_sum += x[i] & low_mask
+        s = max(i - width + 1, 0) if width > 0 else starts[i]
+        while first < s:
+            high_sum -= x[first] >> 32
+            low_sum -= x[first] & low_mask
+            first += 1
+        top = high_sum + (low_sum >> 32)
+        if top < -limit or top >= limit:
+            return i
+        out[i] = (top << 32) + (low_sum & low_mask)
+    return -1
+
+
+def _integer_sum(values, starts, width, mean: bool) -> np.ndarray:
+    n = values.shape[0]
+    sums = np.empty(n, np.int64)
+    row = _integer_sum_kernel(values, starts, width, sums)
+    if row >= 0:
+        raise OverflowError(f"sum overflows int64 at row {row}")
+    if not mean:
+        return sums
+    return sums.astype(np.float64) / _row_counts(n, starts, width)
+
+
+# ---------------------------------------------------------------- var, std
+@nb.njit(cache=True, error_model="numpy")
+def _moments_kernel(x, starts, width, ddof, root, scratch, out):
+    """Variance (``root``: its square root) of every window, from shifted-sum partials.
+
+    A prefix partial of segment [c, e) is (count, sum(x-K), sum((x-K)^2)) with K
+    the segment's first valid value; a suffix partial uses its last valid value.
+    A partial is empty (count 0) until it reaches K, so K is in every window
+    that a non-empty partial serves. ``scratch`` rows 0-2: this segment's prefix
+    partials, 3-5: its suffix partials, 6-8: the suffix partials of the segment before.
+    """
+    n = x.shape[0]
+    one = np.uint64(1)
+    pre_n, pre_s1, pre_s2 = scratch[0], scratch[1], scratch[2]
+    suf_n, suf_s1, suf_s2 = scratch[3], scratch[4], scratch[5]
+    prev_n, prev_s1, prev_s2 = scratch[6], scratch[7], scratch[8]
+    for k in range(prev_n.shape[0]):  # no segment before the first: empty partials
+        prev_n[k] = 0.0
+        prev_s1[k] = 0.0
+        prev_s2[k] = 0.0
+    prev_shift = 0.0
+    c_prev = 0
+    c = 0
+    while c < n:
+        e = _segment_end(starts, width, n, c)
+        head = c
+        while head < e - 1 and x[head] != x[head]:
+            head += 1
+        tail = e - 1
+        while tail > c and x[tail] != x[tail]:
+            tail -= 1
+        pre_shift = x[head] if x[head] == x[head] else 0.0
+        suf_shift = x[tail] if x[tail] == x[tail] else 0.0
+        m = np.uint64(e - c)
+        base = np.uint64(c)
+        last = np.uint64(e - 1)
+        pn = 0.0
+        p1 = 0.0
+        p2 = 0.0
+        sn = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(m):
+            v = x[base + k]
+            valid = v == v
+            d = v - pre_shift if valid else 0.0
+            pn += 1.0 if valid else 0.0
+            p1 += d
+            p2 += d * d
+            pre_n[k] = pn
+            pre_s1[k] = p1
+            pre_s2[k] = p2
+            u = x[last - k]
+            valid = u == u
+            d = u - suf_shift if valid else 0.0
+            sn += 1.0 if valid else 0.0
+            s1 += d
+            s2 += d * d
+            j = m - one - k
+            suf_n[j] = sn
+            suf_s1[j] = s1
+            suf_s2[j] = s2
+        suf_n[m] = 0.0
+        suf_s1[m] = 0.0
+        suf_s2[m] = 0.0
+        if width > 0:  # row windows: window c+k starts at c_prev + k + 1
+            for k in range(m):
+                a = k + one
+                out[base + k] = _window_variance(prev_n[a], prev_s1[a], prev_s2[a], prev_shift,
+                                                 pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+        else:
+            before = np.uint64(c_prev)
+            for k in range(m):
+                a = np.uint64(starts[base + k]) - before
+                out[base + k] = _window_variance(prev_n[a], prev_s1[a], prev_s2[a], prev_shift,
+                                                 pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+        prev_n, suf_n = suf_n, prev_n
+        prev_s1, suf_s1 = suf_s1, prev_s1
+        prev_s2, suf_s2 = suf_s2, prev_s2
+        prev_shift = suf_shift
+        c_prev = c
+        c = e
+
+
+@nb.njit(cache=True, inline="always", error_model="numpy")
+def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
+    """Merge two shifted-sum partials (Chan et al.) and lower to variance or stddev."""
+    ra = 1.0 / max(na, 1.0)  # an empty partial has s1 = s2 = 0, so its M2 comes out as 0
+    rb = 1.0 / max(nb_, 1.0)
+    m2a = s2a - s1a * (s1a * ra)
+    m2b = s2b - s1b * (s1b * rb)
+    n = na + nb_
+    # mean_b - mean_a without forming the means: kb - ka is exact for nearby shifts, so the
+    # offset of the data (1e9 + noise) does not round the difference of the means.
+    delta = (kb - ka) + (s1b * rb - s1a * ra) if na > 0.0 and nb_ > 0.0 else 0.0
+    m2 = m2a + m2b + delta * delta * (na * nb_ / max(n, 1.0))
+    if m2 < 0.0:  # rounding; NaN (an infinite value in the window) stays NaN
+        m2 = 0.0
+    dof = n - ddof
+    if dof <= 0.0:
+        return np.nan
+    return math.sqrt(m2 / dof) if root else m2 / dof
