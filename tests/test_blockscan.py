@@ -147,13 +147,14 @@ def test_integer_sums_are_exact():
     times = np.array([0, 0, 1, 5, 5, 6, 9, 9, 9, 12])
     want = [sum(int(big[j]) for j in range(i + 1) if times[i] - 3 < times[j]) for i in range(len(big))]
     assert blockscan.rolling(big, None, "sum_i", times=times, span=3).tolist() == want
+    assert blockscan.rolling(big, None, "sum_i", times=times, span=2.5).tolist() == want  # (t - 3, t] on integers
     assert blockscan.rolling(big, None, "count", times=times, span=3).tolist() == \
         [sum(1 for j in range(i + 1) if times[i] - 3 < times[j]) for i in range(len(big))]
 
 
 def test_integer_overflow_names_the_row():
     values = np.array([1, 2**62, 2**62, -(2**62), 7], dtype=np.int64)
-    with pytest.raises(OverflowError, match="sum overflows int64 at row 2"):
+    with pytest.raises(OverflowError, match="window ending at row 2 overflows"):
         blockscan.rolling(values, 3, "sum_i")
     with pytest.raises(OverflowError, match="at row 2"):
         blockscan.rolling(values, 2, "mean_i")

@@ -25,7 +25,7 @@ NaN; count counts non-NaN values (an int64 result); var and std use
 NaN when the count is at most ``ddof``; a window holding +-inf has var/std NaN.
 Integer input: ``sum_i`` is the exact int64 sum and ``mean_i`` divides that
 exact sum by the count; a window whose sum is outside int64 raises
-``OverflowError("sum overflows int64 at row N")`` for the first such row.
+``OverflowError`` naming the first such row (the message of :func:`winagg.rolling`).
 max, min, var and std read integers as float64.
 
 Variance partial: each segment's prefix scan keeps ``(count, sum(x-K),
@@ -123,6 +123,12 @@ def window_starts(times, span, n: int) -> Optional[np.ndarray]:
         raise ValueError(f"span must be a positive number in the times' unit, got {span!r}")
     if n > 1 and bool((t[1:] < t[:-1]).any()):
         return None
+    if t.dtype == np.int64 and n:
+        # integer times: (t - w, t] holds the same integers as (t - ceil(w), t], computed exactly
+        span = int(math.ceil(span)) if span < 2**63 else 2**63
+        if int(t[0]) - span < -2**63:
+            return None  # t - span would wrap; the caller shifts such times first
+        return np.searchsorted(t, t - np.int64(span), side="right").astype(np.int64, copy=False)
     return np.searchsorted(t, t - span, side="right").astype(np.int64, copy=False)
 
 
@@ -360,7 +366,10 @@ def _integer_sum(values, starts, width, mean: bool) -> np.ndarray:
     sums = np.empty(n, np.int64)
     row = _integer_sum_kernel(values, starts, width, sums)
     if row >= 0:
-        raise OverflowError(f"sum overflows int64 at row {row}")
+        first = max(row - width + 1, 0) if width > 0 else int(starts[row])
+        approx = float(np.sum(values[first:row + 1].astype(np.float64)))
+        raise OverflowError(f"the int64 sum of the window ending at row {row} overflows int64 "
+                            f"(it is about {approx:.6g}); pass float values to sum approximately")
     if not mean:
         return sums
     return sums.astype(np.float64) / _row_counts(n, starts, width)
