@@ -89,15 +89,16 @@ def time_kernel(algorithm, spec):
 
 
 #: Operation codes of :func:`script_kernel`.
-OP_INSERT, OP_EVICT, OP_QUERY = 0, 1, 2
+OP_INSERT, OP_EVICT, OP_QUERY, OP_BULK_EVICT = 0, 1, 2, 3
 
 
 def script_kernel(algorithm, spec):
     """``kernel(codes, values) -> out``: replay a script of operations in compiled code.
 
     ``codes[k]`` is OP_INSERT (insert ``values[k]``), OP_EVICT (evict the
-    oldest; the script must not evict from an empty window) or OP_QUERY
-    (``out[k]`` is the lowered query). Tests use it to check compiled
+    oldest; the script must not evict from an empty window), OP_BULK_EVICT
+    (evict the ``values[k]`` oldest in one bulk eviction, at most the window's
+    size) or OP_QUERY (``out[k]`` is the lowered query). Tests use it to check compiled
     algorithms on arbitrary interleavings, including buffer growth; benchmarks
     use it for dynamic windows.
     """
@@ -105,6 +106,7 @@ def script_kernel(algorithm, spec):
     if key in _kernels:
         return _kernels[key]
     init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
+    evict_many = _evict_many(algorithm, spec)
     lift, lower, out_dtype = spec.lift, spec.lower, spec.out_dtype
 
     @jitcache.njit
@@ -120,6 +122,9 @@ def script_kernel(algorithm, spec):
                 st = insert(bufs, st, lift(values[k], k))
             elif code == 1:
                 st = evict(bufs, st)
+            elif code == 3:
+                if values[k] > 0:
+                    st = evict_many(bufs, st, int(values[k]))
             else:
                 out[k] = lower(query(bufs, st))
         return out

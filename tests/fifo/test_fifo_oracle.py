@@ -6,7 +6,7 @@ from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
 import winagg
-from winagg.kernels import OP_EVICT, OP_INSERT, OP_QUERY, script_kernel
+from winagg.kernels import OP_BULK_EVICT, OP_EVICT, OP_INSERT, OP_QUERY, script_kernel
 from winagg.registry import info
 
 from oracle import CONCAT, MATRIX, Reference, fifo_scripts, run_fifo_script, same_answer
@@ -62,7 +62,8 @@ def test_soe_is_checked_with_a_non_commutative_group():
 # ---------------------------------------------------------------- compiled
 compiled_scripts = st.lists(
     st.one_of(st.tuples(st.just(OP_INSERT), st.integers(1, 20)), st.tuples(st.just(OP_INSERT), st.integers(1, 20)),
-              st.tuples(st.just(OP_EVICT), st.just(0)), st.tuples(st.just(OP_QUERY), st.just(0))),
+              st.tuples(st.just(OP_EVICT), st.just(0)), st.tuples(st.just(OP_QUERY), st.just(0)),
+              st.tuples(st.just(OP_BULK_EVICT), st.integers(0, 12))),
     max_size=120)
 
 COMPILED_EVERYWHERE = ["sum", "max", "argmax", "mean", "bloom"]
@@ -98,7 +99,9 @@ def test_compiled_matches_oracle(algorithm, agg, raw):
     for code, value in raw:
         if code == OP_EVICT and size == 0:
             continue  # the kernel's caller guarantees a non-empty window
-        size += {OP_INSERT: 1, OP_EVICT: -1, OP_QUERY: 0}[code]
+        if code == OP_BULK_EVICT:
+            value = min(value, size)  # and never bulk-evicts more than the window holds
+        size += {OP_INSERT: 1, OP_EVICT: -1, OP_QUERY: 0, OP_BULK_EVICT: -value}[code]
         codes.append(code)
         values.append(float(value))
     out = kernel(np.array(codes, dtype=np.int64), np.array(values, dtype=np.float64))
@@ -108,6 +111,9 @@ def test_compiled_matches_oracle(algorithm, agg, raw):
             ref.insert((value, k) if monoid.positional else value)
         elif code == OP_EVICT:
             ref.evict()
+        elif code == OP_BULK_EVICT:
+            for _ in range(int(value)):
+                ref.evict()
         else:
             want = as_number(ref.query())
             assert same_answer(out[k].item(), want), f"op {k}: compiled {out[k]!r}, oracle {want!r}"
