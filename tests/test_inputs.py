@@ -104,10 +104,11 @@ def test_integer_sum_whose_running_total_wraps_is_still_exact():
 
 
 def test_integer_sum_overflow_in_a_time_window():
-    with pytest.raises(OverflowError, match="row 2"):
-        winagg.rolling(np.array([2**62, -1, 2**62]), 5, times=np.array([0, 1, 2]), agg="sum")
-    assert winagg.rolling(np.array([2**62, -1, 2**62]), 2, times=np.array([0, 1, 2]), agg="sum").tolist() == \
-        [2**62, 2**62 - 1, 2**62 - 1]
+    with pytest.raises(OverflowError, match="row 2"):  # 2**62 + 1 + 2**62 is 2**63 + 1
+        winagg.rolling(np.array([2**62, 1, 2**62]), 5, times=np.array([0, 1, 2]), agg="sum")
+    # 2**62 - 1 + 2**62 is int64's largest value: it fits
+    assert winagg.rolling(np.array([2**62, -1, 2**62]), 5, times=np.array([0, 1, 2]), agg="sum").tolist() == \
+        [2**62, 2**62 - 1, 2**63 - 1]
 
 
 def test_integer_sum_overflow_out_of_order():

@@ -75,7 +75,10 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         Compiled, datetime64 and integer times stay int64 (exact); float times
         are float64.
     algorithm:
-        An algorithm name; by default :func:`choose_algorithm` picks one (and
+        An algorithm name. By default sum, mean, min, max, count, variance and
+        stddev over in-order rows or sorted times run a whole-array block scan
+        (:mod:`winagg.blockscan`: no queue, no subtraction); every other
+        aggregation runs the algorithm :func:`choose_algorithm` picks (and
         ``"fiba"`` for unsorted times). ``"fiba"`` with sorted times runs the
         out-of-order path too; an in-order algorithm with unsorted times raises
         :class:`~winagg.OutOfOrderError`.
@@ -114,7 +117,10 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     if times is not None and algo.order == "any":
         out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w)
     elif spec is not None:
-        out = _compiled_rolling(algo, spec, numeric, window, None if times is None else (t, w))
+        timed = None if times is None else (t, w)
+        out = None if algorithm else _whole_array(spec, numeric, window, timed)
+        if out is None:
+            out = _compiled_rolling(algo, spec, numeric, window, timed)
     else:
         out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
     if type(values).__module__.startswith("pandas"):
@@ -122,6 +128,20 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
 
         return pd.Series(out, index=values.index, name=getattr(values, "name", None))
     return out
+
+
+def _whole_array(spec, numeric, window, timed):
+    """The block-scan result when no algorithm was named and :mod:`winagg.blockscan` has one.
+
+    With the whole input in memory, block prefix and suffix scans need no queue: they are
+    faster than any streaming algorithm and exact in the same way (no subtraction).
+    """
+    from . import blockscan
+
+    if timed is None:
+        return blockscan.rolling(numeric, int(window), spec.key)
+    t, w = timed
+    return blockscan.rolling(numeric, None, spec.key, times=t, span=w)
 
 
 def _check_row_window(window):
