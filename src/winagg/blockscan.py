@@ -8,7 +8,7 @@ by the prefix ``[c_k, i]`` of segment k, and one suffix scan and one prefix
 scan per segment give every window's aggregate in one more combine. That is
 Two-Stacks done a segment at a time, in loops without a data-dependent branch.
 For a row window of w rows the segments are the blocks ``[k w, (k+1) w)``; for
-a time window the bounds ``s_i`` come from :func:`numpy.searchsorted` and the
+a time window the bounds ``s_i`` come first, from one forward pass over the times, and the
 segments are chosen greedily (``c_(k+1)`` is one past the last row whose window
 starts at or before ``c_k``), so the same kernel serves windows of any width.
 
@@ -87,11 +87,12 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f"window must be a row count of at least 1, got {window!r}")
         starts, width = _NO_STARTS, int(min(window, max(n, 1)))
+        widest = width
     else:
-        starts = window_starts(times, span, n)
-        if starts is None:
+        bounds = window_starts(times, span, n)
+        if bounds is None:
             return None
-        width = 0
+        (starts, widest), width = bounds, 0
     if n == 0:
         return np.empty(0, np.int64 if key in ("count", "sum_i") else np.float64)
     if key == "count":
@@ -101,9 +102,9 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     x = values.astype(np.float64, copy=False)
     out = np.empty(n, np.float64)
     if key in MOMENT_KEYS:
-        _moments_kernel(x, starts, width, float(key[-1]), key.startswith("std"), _scratch(9, n, starts, width), out)
+        _moments_kernel(x, starts, width, float(key[-1]), key.startswith("std"), _scratch(9, widest), out)
         return out
-    saw_nan = _scan_kernel(key)(x, starts, width, _scratch(6, n, starts, width), out)
+    saw_nan = _scan_kernel(key)(x, starts, width, _scratch(6, widest), out)
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
         _nan_where_empty(x, starts, width, out)
     return out
@@ -112,8 +113,9 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
 _NO_STARTS = np.empty(0, np.int64)
 
 
-def window_starts(times, span, n: int) -> Optional[np.ndarray]:
-    """``starts[i]``: the first row j with ``times[j] > times[i] - span`` (sorted times), or None if unsorted."""
+def window_starts(times, span, n: int):
+    """``(starts, widest)``: ``starts[i]`` is the first row j with ``times[j] > times[i] - span``
+    (sorted times) and ``widest`` the most rows in one window; None if the times are unsorted."""
     t = np.asarray(times)
     if t.ndim != 1 or t.shape[0] != n:
         raise ValueError(f"times must be one-dimensional with {n} rows, got shape {t.shape}")
@@ -121,23 +123,39 @@ def window_starts(times, span, n: int) -> Optional[np.ndarray]:
         return None
     if span is None or isinstance(span, str) or not span > 0:
         raise ValueError(f"span must be a positive number in the times' unit, got {span!r}")
-    if n > 1 and bool((t[1:] < t[:-1]).any()):
-        return None
-    if t.dtype == np.int64 and n:
+    starts = np.empty(n, np.int64)
+    if n == 0:
+        return starts, 1
+    if t.dtype == np.int64:
         # integer times: (t - w, t] holds the same integers as (t - ceil(w), t], computed exactly
         span = int(math.ceil(span)) if span < 2**63 else 2**63
-        if int(t[0]) - span < -2**63:
+        if int(t.min()) - span < -2**63:
             return None  # t - span would wrap; the caller shifts such times first
-        return np.searchsorted(t, t - np.int64(span), side="right").astype(np.int64, copy=False)
-    return np.searchsorted(t, t - span, side="right").astype(np.int64, copy=False)
-
-
-def _scratch(rows: int, n: int, starts, width) -> np.ndarray:
-    """Buffers for the kernels: a segment is never longer than the widest window."""
-    if width > 0:
-        widest = width
+        widest = _starts_kernel(t, np.int64(span), starts)
     else:
-        widest = int((np.arange(n, dtype=np.int64) - starts).max()) + 1
+        widest = _starts_kernel(t, float(span), starts)
+    return None if widest < 0 else (starts, widest)
+
+
+@nb.njit(cache=True)
+def _starts_kernel(t, span, starts):
+    """Fill ``starts`` in one forward pass (both ends of a window only move forward);
+    return the most rows in one window, or -1 at the first row older than the row before."""
+    first = 0
+    widest = 1
+    for i in range(t.shape[0]):
+        if i > 0 and t[i] < t[i - 1]:
+            return -1
+        horizon = t[i] - span
+        while t[first] <= horizon:
+            first += 1
+        starts[i] = first
+        widest = max(widest, i - first + 1)
+    return widest
+
+
+def _scratch(rows: int, widest: int) -> np.ndarray:
+    """Buffers for the kernels: a segment is never longer than the widest window."""
     return np.empty((rows, widest + 1), np.float64)
 
 
