@@ -35,6 +35,8 @@ from typing import Any, Callable, NamedTuple
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.extending import intrinsic
 
 from ..layout import PYTHON
 
@@ -90,6 +92,42 @@ def _times_np_int(n):
     return np.zeros(n, np.int64)
 
 
+def _never_inlined(fn):
+    """Compiled without the runtime and never inlined: a rare path called from the flat code.
+
+    A function compiled flat (``ops.jit_flat``, LLVM ``alwaysinline``) passes that flag on
+    to the functions it calls, so its rare paths would be inlined into the kernel's loop too
+    and crowd its registers. numba marks a function ``noinline`` only when it carries debug
+    information, hence ``debug=True`` (with bounds checks and lifetime extension kept off).
+    """
+    from .. import jitcache
+
+    return jitcache.njit(fn, _nrt=False, forceinline=False, debug=True, boundscheck=False,
+                         _dbg_extend_lifetimes=False)
+
+
+@intrinsic
+def _one_at_a_time(typingctx, index):
+    """Compiles to no instruction, but keeps LLVM from vectorising the loop that calls it.
+
+    A node's loops run over at most 2*mu + 1 entries or children. LLVM vectorised them
+    (for 8 lanes on AVX-512, with masked gathers when the count was bounded), and the setup
+    cost more than the few items copied or folded: the in-order round at window 4096 ran
+    about 1.3x slower. An empty ``asm sideeffect`` that reads the loop index (and no memory) is a call
+    the vectoriser cannot widen; it emits nothing and leaves every other optimisation be.
+    """
+    def codegen(context, builder, signature, args):
+        barrier = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [args[0].type]), "", "r", side_effect=True)
+        builder.call(barrier, [args[0]], attrs=("nounwind", "readnone"))
+        return context.get_dummy_value()
+
+    return nb.types.void(index), codegen
+
+
+def _one_at_a_time_py(index):
+    pass
+
+
 def _ints_py(n):
     return [0] * n
 
@@ -123,28 +161,33 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     """
     combine, identity, load, store, alloc = ops.combine, ops.identity, ops.load, ops.store, ops.alloc
     python = ops.alloc is PYTHON.alloc
-    # ``nrt``: functions that allocate buffers. ``entry``: the operations the kernels call.
-    # ``jit``: the rest, out of line (LLVM still inlines the small ones); ``hot``: the few
-    # larger ones on the in-order paths, inlined by numba into their callers; ``slow``: rare paths.
+    # ``nrt``: functions that allocate buffers. ``flat``: everything small or on the in-order
+    # round (append at the right finger, evict at the left finger, query), compiled without
+    # the runtime and inlined by LLVM into its callers: the kernel's loop makes no call in the
+    # common case, and a rare path makes no call inside. ``apart``: the rare paths (splits,
+    # underflows, out-of-order inserts, bulk operations), each one real call, never inlined.
     nrt = ops.jit_call
     if python:
-        jit = hot = slow = entry = ops.jit
+        flat = apart = ops.jit
     else:
         probe = alloc(1)
         vector = isinstance(probe, np.ndarray) and probe.ndim == 2  # combine allocates: keep the runtime
         if vector:
             # a combine allocates (and costs more than a call): everything out of line, which
             # also keeps compiling each function once instead of once per call site
-            jit = hot = slow = entry = ops.jit_call
+            flat = apart = ops.jit_call
         else:
-            # Reference counting cost ~30 ns per buffer access in the tree's branchy loops; with
-            # scalar partials nothing here allocates, so the tree runs without the runtime.
-            jit = slow = entry = ops.jit_loop
-            hot = ops.jit
+            # Reference counting cost ~30 ns per buffer access in the tree's branchy loops, and
+            # each call passes the three buffers as 21 words; with scalar partials nothing here
+            # allocates, so the tree runs without the runtime and mostly without calls.
+            flat = ops.jit_flat
+            apart = _never_inlined
     if python:
         ialloc, talloc = _ints_py, _times_py
+        scalar = _one_at_a_time_py
     else:
         ialloc, talloc = _ints_np, (_times_np_int if times == "int64" else _times_np)
+        scalar = _one_at_a_time
     W = 2 * mu
     E = slots_per_node(mu)
     S = ints_per_node(mu)
@@ -169,6 +212,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             nfree -= 1
             if ints[x * S + LEAF] == 0:  # deferred freeing: the children go on the list now
                 for i in range(ints[x * S + NK] + 1):
+                    scalar(i)
                     ints[fl + nfree] = ints[x * S + KID + i]
                     nfree += 1
             ints[NFREE] = nfree
@@ -184,7 +228,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         ints[r + CNT] = 0
         return x
 
-    alloc_node = jit(alloc_node)
+    alloc_node = flat(alloc_node)
 
     def free_tree(b, x):
         # O(1): the subtree's nodes are reclaimed one by one as allocations pop them
@@ -192,7 +236,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         ints[HEAD + ints[CAP] * S + ints[NFREE]] = x
         ints[NFREE] += 1
 
-    free_tree = jit(free_tree)
+    free_tree = flat(free_tree)
 
     def free_node(b, x):
         # a node whose children live on elsewhere: free it alone
@@ -201,7 +245,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         ints[x * S + NK] = 0
         free_tree(b, x)
 
-    free_node = jit(free_node)
+    free_node = flat(free_node)
 
     def detach_last(b, p):
         # drop p's last child pointer; p is garbage about to be freed with its subtree
@@ -211,7 +255,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         else:
             ints[p * S + NK] -= 1
 
-    detach_last = jit(detach_last)
+    detach_last = flat(detach_last)
 
     # ------------------------------------------------------------ aggregates
     def kind(b, x):
@@ -225,7 +269,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             return INNER if right != 0 else LEFT
         return RIGHT if right != 0 else UP
 
-    kind = jit(kind)
+    kind = flat(kind)
 
     def recompute(b, x):
         parts, ints = b[PARTS], b[INTS]
@@ -241,12 +285,14 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             c = ints[p * S + CNT]
         if ints[r + LEAF] != 0:
             for i in range(n):
+                scalar(i)
                 acc = combine(acc, load(parts, x * E + i))
             c += n
         else:
             lo_child = 1 if (k == INNER or k == LEFT) else 0
             hi_child = n - 1 if (k == INNER or k == RIGHT) else n
             for i in range(n + 1):
+                scalar(i)
                 if lo_child <= i <= hi_child:
                     ch = ints[r + KID + i]
                     acc = combine(acc, load(parts, ch * E + W))
@@ -261,41 +307,39 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         ints[r + CNT] = c
 
     # The in-order paths get inlined copies, the rare structural paths the out-of-line ones.
-    recompute_fast = hot(recompute)
-    recompute = slow(recompute)
+    recompute = flat(recompute)
 
     def recompute_if_up(b, x):
         if kind(b, x) == UP:
             recompute(b, x)
 
-    recompute_if_up = jit(recompute_if_up)
+    recompute_if_up = flat(recompute_if_up)
 
     def walk_down(b, x, right):
         ints = b[INTS]
         while ints[x * S + LEAF] == 0:
             x = ints[x * S + KID + (ints[x * S + NK] if right else 0)]
-            recompute_fast(b, x)
+            recompute(b, x)
 
-    walk_down_fast = hot(walk_down)
-    walk_down = slow(walk_down)
+    walk_down = flat(walk_down)
 
     def repair(b, top, hit_left, hit_right):
         """Up-aggregates bottom-up from ``top`` to a spine node or the root, then spines top-down."""
         ints = b[INTS]
         root = ints[ROOT]
         x = top
-        recompute_fast(b, x)
+        recompute(b, x)
         while x != root and kind(b, x) == UP:
             x = ints[x * S + PAR]
-            recompute_fast(b, x)
+            recompute(b, x)
         if FINGER:
             if (ints[x * S + LSP] != 0 and x != root) or (hit_left != 0 and x == root):
-                walk_down_fast(b, x, False)
+                walk_down(b, x, False)
             if (ints[x * S + RSP] != 0 and x != root) or (hit_right != 0 and x == root):
-                walk_down_fast(b, x, True)
+                walk_down(b, x, True)
 
-    repair_fast = hot(repair)
-    repair = jit(repair)
+    repair_apart = apart(repair)  # the flat code's rare call
+    repair = flat(repair)
 
     def size_of(b):
         ints = b[INTS]
@@ -306,7 +350,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             return ints[root * S + CNT]
         return ints[ints[LF] * S + CNT] + ints[root * S + CNT] + ints[ints[RF] * S + CNT]
 
-    size_of = jit(size_of)
+    size_of = flat(size_of)
 
     def state(b):
         # Every non-root node holds at least MINK entries, so a tree of `size` entries has at most
@@ -314,9 +358,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         # free list is empty, i.e. when every node below it is in the tree.
         return ((b[INTS][CAP] - MARGIN) * MINK, 0, size_of(b))
 
-    state = jit(state)
+    state = flat(state)
 
-    def query(b, st):
+    def query(b, st):  # flat: O(1)
         parts, ints = b[PARTS], b[INTS]
         root = ints[ROOT]
         if not FINGER or ints[root * S + LEAF] != 0:
@@ -332,50 +376,53 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             i += 1
         return i
 
-    child_index = jit(child_index)
+    child_index = flat(child_index)
 
     def set_child(b, p, i, c):
         ints = b[INTS]
         ints[p * S + KID + i] = c
         ints[c * S + PAR] = p
 
-    set_child = jit(set_child)
+    set_child = flat(set_child)
 
     def copy_entry(b, dst, src):
         b[KEYS][dst] = b[KEYS][src]
         store(b[PARTS], dst, load(b[PARTS], src))
 
-    copy_entry = jit(copy_entry)
+    copy_entry = flat(copy_entry)
 
     def insert_entry(b, x, i, t, v, right_child):
         """Put (t, v) at index i of x, with ``right_child`` right of it when x is internal."""
         ints = b[INTS]
         n = ints[x * S + NK]
         for j in range(n, i, -1):
+            scalar(j)
             copy_entry(b, x * E + j, x * E + j - 1)
         b[KEYS][x * E + i] = t
         store(b[PARTS], x * E + i, v)
         if ints[x * S + LEAF] == 0:
             for j in range(n + 1, i + 1, -1):
+                scalar(j)
                 ints[x * S + KID + j] = ints[x * S + KID + j - 1]
             set_child(b, x, i + 1, right_child)
         ints[x * S + NK] = n + 1
 
-    insert_entry = jit(insert_entry)
+    insert_entry = flat(insert_entry)
 
     def shift_left(b, x, k):
         """Drop the first k entries (and, if internal, the first k children) of x."""
         ints = b[INTS]
         n = ints[x * S + NK]
         for j in range(n - k):
+            scalar(j)
             copy_entry(b, x * E + j, x * E + j + k)
         if ints[x * S + LEAF] == 0:
             for j in range(n - k + 1):
+                scalar(j)
                 ints[x * S + KID + j] = ints[x * S + KID + j + k]
         ints[x * S + NK] = n - k
 
-    shift_left_fast = hot(shift_left)
-    shift_left = jit(shift_left)
+    shift_left = flat(shift_left)
 
     def mark_left_chain(b, x):
         """Flag the first-child chain below x as left spine; its leaf is the left finger."""
@@ -385,7 +432,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             ints[x * S + LSP] = 1
         ints[LF] = x
 
-    mark_left_chain = jit(mark_left_chain)
+    mark_left_chain = flat(mark_left_chain)
 
     def new_root_above(b, x):
         ints = b[INTS]
@@ -396,7 +443,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         ints[x * S + RSP] = 1
         return r
 
-    new_root_above = jit(new_root_above)
+    new_root_above = flat(new_root_above)
 
     def collapse_root(b):
         """Lower the height while the root is internal with a single child."""
@@ -414,7 +461,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             ints[LF] = root
             ints[RF] = root
 
-    collapse_root = slow(collapse_root)
+    collapse_root = apart(collapse_root)
 
     # ------------------------------------------------------------ single insert
     def find_start(b, t):
@@ -435,7 +482,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             return x
         return root
 
-    find_start = jit(find_start)
+    find_start = flat(find_start)
 
     def split(b, x):
         """Split an over-full x (2*mu entries) in two; returns the new right node."""
@@ -446,9 +493,11 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         y = alloc_node(b, ints[x * S + LEAF])
         n = ints[x * S + NK]
         for j in range(mu + 1, n):
+            scalar(j)
             copy_entry(b, y * E + j - mu - 1, x * E + j)
         if ints[x * S + LEAF] == 0:
             for j in range(mu + 1, n + 1):
+                scalar(j)
                 set_child(b, y, j - mu - 1, ints[x * S + KID + j])
         ints[y * S + NK] = n - mu - 1
         ints[x * S + NK] = mu
@@ -461,7 +510,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         recompute_if_up(b, y)
         return y
 
-    split = slow(split)
+    split = flat(split)
 
     def split_right_finger(b, x):
         """Split the over-full right finger x after an append; repair only what changed.
@@ -483,7 +532,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             acc = combine(load(parts, p * E + W), load(parts, x * E + W))
             store(parts, p * E + W, combine(acc, load(parts, p * E + sep)))
             ints[p * S + CNT] += ints[x * S + CNT] + 1
-            recompute_fast(b, y)
+            recompute(b, y)
             return
         hit_left = ints[x * S + LSP]
         hit_right = ints[y * S + RSP]
@@ -495,7 +544,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             x = ints[x * S + PAR]
         repair(b, x, hit_left, hit_right)
 
-    split_right_finger = slow(split_right_finger)
+    split_right_finger = apart(split_right_finger)
 
     def append(b, x, t, v):
         """Append (t, v) to the right finger x, t younger than every entry (the in-order insert)."""
@@ -504,25 +553,31 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         b[KEYS][x * E + n] = t
         store(parts, x * E + n, v)
         ints[x * S + NK] = n + 1
-        k = kind(b, x)
         if n + 1 > MAXK:
             split_right_finger(b, x)
-        elif k == RIGHT or k == INNER:
+            return
+        k = kind(b, x)
+        if k == RIGHT or k == INNER:
             # the aggregate ends with the finger's youngest value: extend it, O(1)
             store(parts, x * E + W, combine(load(parts, x * E + W), v))
             ints[x * S + CNT] += 1
         else:
-            repair(b, x, 0, 1)
+            repair_apart(b, x, 0, 1)
 
-    append = hot(append)
+    append = flat(append)
 
     def insert_at(b, st, t, v):
-        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+        keys, ints = b[KEYS], b[INTS]
         rf = ints[RF]
         last = ints[rf * S + NK] - 1
         if FINGER and (last < 0 or keys[rf * E + last] < t):  # younger than every entry
             append(b, rf, t, v)
-            return state(b)
+            return (st[0], st[1], st[2] + 1)
+        return insert_inside(b, st, t, v)
+
+    def insert_inside(b, st, t, v):
+        """Insert at a time that is not younger than every entry (or any time, classic)."""
+        keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
         x = find_start(b, t)
         while True:
             n = ints[x * S + NK]
@@ -547,19 +602,20 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         repair(b, x, hit_left, hit_right)
         return state(b)
 
-    insert_at = jit(insert_at)
+    insert_inside = apart(insert_inside)
+    insert_at = flat(insert_at)
 
     def youngest(b):
         ints = b[INTS]
         rf = ints[RF]
         return b[KEYS][rf * E + ints[rf * S + NK] - 1]
 
-    youngest = jit(youngest)
+    youngest = flat(youngest)
 
     def oldest(b):
         return b[KEYS][b[INTS][LF] * E]
 
-    oldest = jit(oldest)
+    oldest = flat(oldest)
 
     def insert(b, st, v):
         t = youngest(b) + 1 if st[2] > 0 else 0 * st[2]
@@ -586,9 +642,11 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 nr = ints[right * S + NK]
                 copy_entry(b, left * E + nl, p * E + sep)
                 for j in range(nr):
+                    scalar(j)
                     copy_entry(b, left * E + nl + 1 + j, right * E + j)
                 if ints[left * S + LEAF] == 0:
                     for j in range(nr + 1):
+                        scalar(j)
                         set_child(b, left, nl + 1 + j, ints[right * S + KID + j])
                 ints[left * S + NK] = nl + 1 + nr
                 if ints[right * S + RSP] != 0:
@@ -596,8 +654,10 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                     if ints[left * S + LEAF] != 0:
                         ints[RF] = left
                 for j in range(sep + 1, np_):  # drop separator and right from p
+                    scalar(j)
                     copy_entry(b, p * E + j - 1, p * E + j)
                 for j in range(sep + 2, np_ + 1):
+                    scalar(j)
                     ints[p * S + KID + j - 1] = ints[p * S + KID + j]
                 ints[p * S + NK] = np_ - 1
                 free_node(b, right)
@@ -616,10 +676,12 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 nl = ints[left * S + NK]
                 nx = ints[x * S + NK]
                 for j in range(nx, 0, -1):
+                    scalar(j)
                     copy_entry(b, x * E + j, x * E + j - 1)
                 copy_entry(b, x * E, p * E + sep)
                 if ints[x * S + LEAF] == 0:
                     for j in range(nx + 1, 0, -1):
+                        scalar(j)
                         ints[x * S + KID + j] = ints[x * S + KID + j - 1]
                     set_child(b, x, 0, ints[left * S + KID + nl])
                 ints[x * S + NK] = nx + 1
@@ -630,15 +692,23 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             x = p
         return x, hit_left, hit_right
 
-    rebalance_fast = hot(rebalance_after_evict)
-    rebalance_after_evict = slow(rebalance_after_evict)
+    rebalance_after_evict = flat(rebalance_after_evict)
 
-    def evict_rebalancing(b, x):
-        # in order, every second or third eviction underflows the left finger: one call for all of it
-        top, hit_left, hit_right = rebalance_fast(b, x)
-        repair_fast(b, top, hit_left, hit_right)
+    def evict_restructuring(b, x):
+        """Drop the oldest entry of the left finger x when a refold alone cannot (see evict)."""
+        ints = b[INTS]
+        shift_left(b, x, 1)
+        if x != ints[ROOT] and ints[x * S + NK] < MINK:
+            # in order, about two evictions in five underflow the left finger: the rebalancing
+            # and the repair run inlined here, in one call
+            top, hit_left, hit_right = rebalance_after_evict(b, x)
+            repair(b, top, hit_left, hit_right)
+        elif kind(b, x) != UP:  # nothing above the left finger (or the root leaf) includes it
+            recompute(b, x)
+        else:
+            repair(b, x, ints[x * S + LSP], 0)
 
-    evict_rebalancing = slow(evict_rebalancing)
+    evict_restructuring = apart(evict_restructuring)
 
     def drop_oldest_refold(b, x):
         """Drop the left finger's oldest entry and refold its left aggregate in the same pass.
@@ -651,6 +721,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         n = ints[r + NK] - 1
         acc = identity
         for j in range(n):
+            scalar(j)
             keys[x * E + j] = keys[x * E + j + 1]
             v = load(parts, x * E + j + 1)
             store(parts, x * E + j, v)
@@ -663,24 +734,18 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         store(parts, x * E + W, acc)
         ints[r + CNT] = n
 
-    drop_oldest_refold = hot(drop_oldest_refold)
+    drop_oldest_refold = flat(drop_oldest_refold)
 
     def evict(b, st):
         ints = b[INTS]
         x = ints[LF]
         if FINGER and x != ints[ROOT] and ints[x * S + NK] > MINK and ints[x * S + RSP] == 0:
             drop_oldest_refold(b, x)  # a left-spine leaf: its aggregate is LEFT
-            return state(b)
-        shift_left_fast(b, x, 1)
-        if x != ints[ROOT] and ints[x * S + NK] < MINK:
-            evict_rebalancing(b, x)
-        elif kind(b, x) != UP:  # nothing above the left finger (or the root leaf) includes it
-            recompute_fast(b, x)
         else:
-            repair(b, x, ints[x * S + LSP], 0)
-        return state(b)
+            evict_restructuring(b, x)
+        return (st[0], st[1], st[2] - 1)
 
-    evict = jit(evict)
+    evict = flat(evict)
 
     # ------------------------------------------------------------ bulk evict (paper 004, section 4)
     def local_evict(b, x, t):
@@ -692,10 +757,11 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         if i > 0:
             if ints[x * S + LEAF] == 0:
                 for c in range(i):
+                    scalar(c)
                     free_tree(b, ints[x * S + KID + c])
             shift_left(b, x, i)
 
-    local_evict = jit(local_evict)
+    local_evict = flat(local_evict)
 
     def separator(b, anc, nb_):
         # the entry of anc between node's subtree and its right neighbour's
@@ -706,7 +772,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             a -= 1
         return a
 
-    separator = jit(separator)
+    separator = flat(separator)
 
     def move_batch(b, x, nb_, anc, k):
         """x takes the separator and nb_'s first k-1 entries (k children); nb_'s k-th entry goes up."""
@@ -715,15 +781,17 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         nx = ints[x * S + NK]
         copy_entry(b, x * E + nx, anc * E + a)
         for j in range(k - 1):
+            scalar(j)
             copy_entry(b, x * E + nx + 1 + j, nb_ * E + j)
         if ints[x * S + LEAF] == 0:
             for j in range(k):
+                scalar(j)
                 set_child(b, x, nx + 1 + j, ints[nb_ * S + KID + j])
         ints[x * S + NK] = nx + k
         copy_entry(b, anc * E + a, nb_ * E + k - 1)
         shift_left(b, nb_, k)
 
-    move_batch = slow(move_batch)
+    move_batch = apart(move_batch)
 
     def merge_into_neighbor(b, x, nb_, anc):
         """nb_ absorbs x and the separator; anc drops everything left of nb_ (all of it evicted)."""
@@ -733,13 +801,17 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         nn = ints[nb_ * S + NK]
         s = nx + 1
         for j in range(nn - 1, -1, -1):
+            scalar(j)
             copy_entry(b, nb_ * E + j + s, nb_ * E + j)
         if ints[nb_ * S + LEAF] == 0:
             for j in range(nn, -1, -1):
+                scalar(j)
                 ints[nb_ * S + KID + j + s] = ints[nb_ * S + KID + j]
             for j in range(nx + 1):
+                scalar(j)
                 set_child(b, nb_, j, ints[x * S + KID + j])
         for j in range(nx):
+            scalar(j)
             copy_entry(b, nb_ * E + j, x * E + j)
         copy_entry(b, nb_ * E + nx, anc * E + a)
         ints[nb_ * S + NK] = nn + s
@@ -748,11 +820,12 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             detach_last(b, p)  # p and the chain above it up to anc are garbage
         free_node(b, x)
         for c in range(a + 1):
+            scalar(c)
             if ints[anc * S + KID + c] != x:
                 free_tree(b, ints[anc * S + KID + c])
         shift_left(b, anc, a + 1)
 
-    merge_into_neighbor = slow(merge_into_neighbor)
+    merge_into_neighbor = apart(merge_into_neighbor)
 
     def make_root(b, x, first):
         """The cut reached the right spine: x (or its only child) becomes the root."""
@@ -774,7 +847,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             ints[LF] = new_root
             ints[RF] = new_root
 
-    make_root = slow(make_root)
+    make_root = apart(make_root)
 
     def search_boundary(b, t):
         """Step 1: one (node, neighbour, ancestor) triple per level, top first; returns the depth."""
@@ -817,7 +890,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             ints[SCR + depth], ints[SCR + _LEVELS + depth], ints[SCR + 2 * _LEVELS + depth] = x, nb_, anc
         return depth
 
-    search_boundary = slow(search_boundary)
+    search_boundary = apart(search_boundary)
 
     def bulk_evict_native(b, st, t):
         keys, ints = b[KEYS], b[INTS]
@@ -884,14 +957,14 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         repair(b, top, hit_left, hit_right)
         return state(b)
 
-    bulk_evict_native = slow(bulk_evict_native)
+    bulk_evict_native = apart(bulk_evict_native)
 
     def bulk_evict_loop(b, st, t):
         while st[2] > 0 and oldest(b) <= t:
             st = evict(b, st)
         return st
 
-    bulk_evict_loop = slow(bulk_evict_loop)
+    bulk_evict_loop = apart(bulk_evict_loop)
 
     # ------------------------------------------------------------ bulk insert (paper 004, section 5)
     def add_group(groups, ng, node, level, first_twig):
@@ -904,7 +977,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         groups[4 * ng + 3] = 0
         return ng + 1
 
-    add_group = jit(add_group)
+    add_group = flat(add_group)
 
     def add_twig(groups, ng, tt, tv, tk, nt, t, v, child):
         tt[nt] = t
@@ -913,7 +986,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         groups[4 * (ng - 1) + 3] += 1
         return nt + 1
 
-    add_twig = jit(add_twig)
+    add_twig = flat(add_twig)
 
     def small_insert(b, x, tt, tv, tk, s, c):
         """Interleave c twigs into x from the back (x does not overflow)."""
@@ -937,19 +1010,21 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             w -= 1
         ints[x * S + NK] += c
 
-    small_insert = slow(small_insert)
+    small_insert = apart(small_insert)
 
     def fill(b, y, mt, mv, mc, start, count):
         ints = b[INTS]
         for q in range(count):
+            scalar(q)
             b[KEYS][y * E + q] = mt[start + q]
             store(b[PARTS], y * E + q, load(mv, start + q))
         if ints[y * S + LEAF] == 0:
             for q in range(count + 1):
+                scalar(q)
                 set_child(b, y, q, mc[start + q])
         ints[y * S + NK] = count
 
-    fill = jit(fill)
+    fill = flat(fill)
 
     def bulk_split(b, x, tt, tv, tk, s, c, level, groups, ng, ntt, ntv, ntk, nt, mt, mv, mc):
         """Claim 1: pieces of mu entries while the rest is over-full; the entries between go up."""
@@ -962,6 +1037,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         i = 0
         j = 0
         for w in range(p):
+            scalar(w)
             if j >= c or (i < n and keys[x * E + i] < tt[s + j]):
                 mt[w] = keys[x * E + i]
                 store(mv, w, load(b[PARTS], x * E + i))
@@ -1000,7 +1076,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         recompute_if_up(b, y)
         return y, ng, nt
 
-    bulk_split = slow(bulk_split)
+    bulk_split = apart(bulk_split)
 
     def level_of(b, x):
         ints = b[INTS]
@@ -1010,14 +1086,14 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             level += 1
         return level
 
-    level_of = jit(level_of)
+    level_of = flat(level_of)
 
     def bulk_insert_loop(b, st, bt, bv, m):
         for q in range(m):
             st = insert_at(b, st, bt[q], load(bv, q))
         return st
 
-    bulk_insert_loop = slow(bulk_insert_loop)
+    bulk_insert_loop = apart(bulk_insert_loop)
 
     def bulk_insert_native(b, st, bt, bv, m):
         if m == 0:
@@ -1155,7 +1231,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 walk_down(b, top_right, True)
         return state(b)
 
-    bulk_insert_work = slow(bulk_insert_work)
+    bulk_insert_work = apart(bulk_insert_work)
     bulk_insert_native = nrt(bulk_insert_native)
 
     # ------------------------------------------------------------ range query
@@ -1211,7 +1287,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                     ints[flags_of + sp] = child_flags
         return acc
 
-    range_query = jit(range_query)
+    range_query = flat(range_query)
 
     # ------------------------------------------------------------ capacity
     def init(capacity):
@@ -1255,5 +1331,5 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     bulk_insert = bulk_insert_native if bulk else bulk_insert_loop
     evict_upto = bulk_evict_native if bulk else bulk_evict_loop
-    return TreeFuncs(init, entry(insert), evict, entry(query), grow, insert_at, evict_upto, bulk_insert,
+    return TreeFuncs(init, flat(insert), evict, flat(query), grow, insert_at, evict_upto, bulk_insert,
                      range_query, reserve, oldest, youngest)
