@@ -284,7 +284,7 @@ def ratio_png(ratio_rows: list, path: Path) -> None:
         label = f"window {window}" if kind == "rows" else f"time window {window}"
         ax.set_title(f"{label}, {nan_share:.0%} NaN", fontsize="small")
         ax.grid(True, axis="y", which="both", alpha=0.3)
-    axes[0].set_ylabel("peer time / blockscan time (>1: winagg faster)")
+    axes[0].set_ylabel("peer time / blockscan time\n(above 1: winagg faster)")
     axes[0].legend(fontsize="small")
     plots._save(fig, path)
 
