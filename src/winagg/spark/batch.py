@@ -146,7 +146,7 @@ def _outputs(df, aggs: Mapping[str, Any]) -> list:
 
 def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Union[str, Sequence[str]],
             rows: Optional[int] = None, range: Any = None, aggs: Mapping[str, tuple],
-            algorithm: Optional[str] = None, num_partitions: Optional[int] = None):
+            algorithm: Optional[str] = None, num_partitions: Optional[int] = None, slide: Any = None):
     """``df`` with one sliding-window aggregate column per entry of ``aggs``.
 
     Parameters
@@ -187,6 +187,16 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     num_partitions:
         Partitions of the repartition by key (default:
         ``spark.sql.shuffle.partitions``).
+    slide:
+        Hopping windows instead of one result per row: with ``range=size`` on a
+        timestamp column, a duration such as ``"1 minute"``. The result has one
+        row per key and window ``[k*slide, k*slide + size)`` (aligned to the
+        epoch) that holds at least one row: the ``partition_by`` columns,
+        ``window_start``, ``window_end`` and the ``aggs`` columns, the rows of
+        Spark's ``groupBy(keys, window(t, size, slide)).agg(...)``. Rows with a
+        null time are in no window. Each key keeps one aggregator per output
+        whatever the number of windows a row lies in (see
+        :mod:`winagg.spark.hopping`); ``slide`` need not divide ``size``.
 
     Built-in aggregations of numbers run in numba kernels, any other monoid in
     plain Python; both carry their window from one Arrow batch to the next, so
@@ -211,6 +221,9 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
+    if slide is not None:
+        size_us, slide_us = hopping_spans(df, order, frame, range, slide)
+        return _hopping(df, keys, order[0], size_us, slide_us, outputs, num_partitions)
     from pyspark.sql.types import StructField, StructType
 
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
@@ -218,3 +231,44 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     partitioned = df.repartition(num_partitions, *keys) if num_partitions else \
         (df.repartition(*keys) if keys else df.repartition(1))
     return partitioned.sortWithinPartitions(*keys, *order).mapInArrow(windows, schema)
+
+
+def hopping_spans(df, order, frame: Frame, size, slide):
+    """``(size, slide)`` in microseconds for hopping windows on the timestamp column ``order[0]``."""
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    if frame.span is None:
+        raise SparkInputError("slide needs range= (the window size), not rows=")
+    if not isinstance(df.schema[order[0]].dataType, (TimestampType, TimestampNTZType)):
+        raise SparkInputError(f"slide needs a timestamp order_by column, as Spark's window() does; "
+                              f"{order[0]!r} is {df.schema[order[0]].dataType.simpleString()}")
+    slide_us = _span(slide, df.schema[order[0]].dataType)
+    if slide_us <= 0:
+        raise SparkInputError(f"slide must be a positive duration, got {slide!r}")
+    if frame.span <= 0:
+        raise SparkInputError(f"range must be a positive duration with slide=, got {size!r}")
+    return int(frame.span), int(slide_us)
+
+
+def _hopping(df, keys, order, size_us, slide_us, outputs, num_partitions):
+    """:func:`sliding` with ``slide=``: one row per key and window holding rows."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    from .hopping import WINDOW_COLUMNS, HoppingPartition
+    from .partition import compiled_plan
+
+    taken = set(keys) | set(WINDOW_COLUMNS)
+    clash = [o.name for o in outputs if o.name in taken]
+    if clash:
+        raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
+    time_type = df.schema[order].dataType
+    schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
+                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
+    windows = HoppingPartition(keys, order, size_us, slide_us, outputs, keyed, _arrow_type(time_type))
+    needed = list(dict.fromkeys(keys + [order] + [o.column for o in outputs]))
+    timed = df.where(F.col(order).isNotNull()).select(*needed)
+    partitioned = timed.repartition(num_partitions, *keys) if num_partitions else \
+        (timed.repartition(*keys) if keys else timed.repartition(1))
+    return partitioned.sortWithinPartitions(*keys, order).mapInArrow(windows, schema)

@@ -183,7 +183,7 @@ class DroppedEvents:
 
 
 def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str, range: Any,
-                   aggs: Mapping[str, tuple], lateness: Any = "10 minutes"):
+                   aggs: Mapping[str, tuple], lateness: Any = "10 minutes", slide: Any = None):
     """A streaming DataFrame: ``df``'s events with their sliding-window aggregates, once final.
 
     ``partition_by``, ``range`` and ``aggs`` mean what they mean for
@@ -193,6 +193,14 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     string, as for ``withWatermark``). Each event is emitted once, with the
     same columns as the batch result, after the watermark passes its time;
     on the same data, with no event dropped, the rows equal the batch job's.
+
+    With ``slide`` (a duration), hopping windows instead: one row per key and
+    window ``[k*slide, k*slide + size)`` holding events, with ``range=size``,
+    columns the keys, ``window_start``, ``window_end`` and the ``aggs``,
+    emitted once the watermark reaches the window's end: the rows of Spark's
+    ``groupBy(keys, window(t, size, slide))`` in append mode. Each key keeps
+    one aggregator per output, of panes of ``gcd(size, slide)`` (see
+    :mod:`winagg.spark.hopping`), not a copy of each event per window.
 
     Returns ``(stream, dropped)``: the streaming DataFrame (append mode) and a
     :class:`DroppedEvents` counter.
@@ -209,6 +217,8 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
+    if slide is not None:
+        return _hopping_stream(df, keys, order_by, range, slide, outputs, lateness)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
     missing = [o.name for o in outputs if o.name not in ranges]
     if missing:
@@ -232,3 +242,97 @@ def _arrow_input_type(df, column):
     from .batch import _arrow_type
 
     return _arrow_type(df.schema[column].dataType)
+
+
+def _hopping_processor_class():
+    from pyspark import cloudpickle
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from .hopping import WINDOW_COLUMNS, HoppingWindows
+
+    class HoppingProcessor(StatefulProcessor):
+        """transformWithStateInPandas processor: a :class:`HoppingWindows` per key."""
+
+        def __init__(self, config):
+            self.config = config
+
+        def init(self, handle) -> None:
+            self.handle = handle
+            self.state = handle.getValueState("windows", "blob binary")
+
+        def _load(self) -> "HoppingWindows":
+            if self.state.exists():
+                return pickle.loads(zlib.decompress(self.state.get()[0]))
+            c = self.config
+            return HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"])
+
+        def _step(self, key, windows, events, times, watermark_ms) -> Iterator[pd.DataFrame]:
+            c = self.config
+            closed = windows.step(events, times, watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
+            for timer in list(self.handle.listTimers()):
+                self.handle.deleteTimer(timer)
+            end = windows.next_end()
+            if end is not None:  # fires once the watermark (ms) reaches the end (us) of the next window
+                self.handle.registerTimer(-(-end // 1000))
+            # cloudpickle: a user monoid may come from a module this process cannot import
+            self.state.update((zlib.compress(cloudpickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL), 1),))
+            if closed is not None and closed.num_rows:
+                frame = pd.DataFrame({name: [value] * closed.num_rows for name, value in zip(c["keys"], key)})
+                for name in WINDOW_COLUMNS:
+                    stamps = pd.to_datetime(closed.column(name).to_numpy(), unit="us", utc=True)
+                    frame[name] = stamps.tz_localize(None) if c["ntz"] else stamps
+                for output in c["outputs"]:
+                    frame[output.name] = pd.Series(closed.column(output.name).to_pylist(), dtype=object)
+                yield frame[c["columns"]]
+
+        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+            c = self.config
+            windows = self._load()
+            watermark_ms = timerValues.getCurrentWatermarkInMs()
+            events = pd.concat(list(rows), ignore_index=True)
+            untimed = events[c["time"]].isna()
+            events = events[~untimed]
+            times = _micros(events[c["time"]])
+            late = times < watermark_ms * 1000 if watermark_ms > 0 else np.zeros(len(times), bool)
+            if c["dropped"] is not None and (untimed.any() or late.any()):
+                c["dropped"].add(int(untimed.sum() + late.sum()))
+            yield from self._step(key, windows, events[~late].reset_index(drop=True), times[~late], watermark_ms)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+            yield from self._step(key, self._load(), None, None, timerValues.getCurrentWatermarkInMs())
+
+        def close(self) -> None:
+            pass
+
+    return HoppingProcessor
+
+
+def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
+    """:func:`sliding_stream` with ``slide=``."""
+    from pyspark.sql.types import StructField, StructType, TimestampNTZType
+
+    from .batch import _arrow_type, hopping_spans
+    from .hopping import WINDOW_COLUMNS
+    from .partition import Frame
+
+    if isinstance(size, Mapping):
+        raise SparkInputError("with slide=, range is one window size for every output, not a mapping")
+    time_type = df.schema[order_by].dataType
+    size_us, slide_us = hopping_spans(df, [order_by], Frame(span=_span(size, time_type)), size, slide)
+    taken = set(keys) | set(WINDOW_COLUMNS)
+    clash = [o.name for o in outputs if o.name in taken]
+    if clash:
+        raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
+    keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
+    accumulator = df.sparkSession.sparkContext.accumulator(0)
+    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
+    config = {"outputs": outputs, "size": size_us, "slide": slide_us, "time": order_by, "keys": keys,
+              "columns": columns, "keyed_columns": keyed, "dropped": accumulator,
+              "ntz": isinstance(time_type, TimestampNTZType)}
+    schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
+                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    processor = _hopping_processor_class()(config)
+    stream = df.select(*needed).withWatermark(order_by, lateness).groupBy(*keys).transformWithStateInPandas(
+        processor, schema, "Append", "EventTime")
+    return stream, DroppedEvents(accumulator)

@@ -1,0 +1,290 @@
+"""Hopping windows per key: one aggregator per key and output, whatever size/slide is.
+
+Window k of a key covers event times ``[k*slide, k*slide + size)`` (aligned to
+the epoch, start included), as Spark's ``window(t, size, slide)`` does, and is
+reported once, if it holds at least one row, with the aggregate of the rows it
+holds (nulls skipped: count gives 0, the others null when no value is there).
+
+Spark computes such windows by copying every row into the size/slide windows
+that hold it. :class:`HoppingWindows` instead keeps, per output, one FiBA tree
+of *panes*: every window's bounds are multiples of ``gcd(size, slide)``, so
+the rows of one pane of that width lie in the same windows and a commutative
+aggregation keeps them as one partial (FiBA combines entries of equal time).
+A window's answer is one range query over the tree; the tree holds at most
+``size / pane`` entries plus what arrives ahead of the watermark. A
+non-commutative monoid keeps every row at its own time, so each window folds
+its rows in time order.
+
+Nothing here needs Spark: :func:`winagg.spark.sliding` (batch) and
+:func:`winagg.spark.streaming.sliding_stream` (Structured Streaming) feed it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .. import aggregations
+from ..registry import make
+from ..window import _INT_HIGH, _INT_LOW, batch_kernel
+from .partition import _DEFINED_WHEN_EMPTY, Output, _key_values, _to_arrow
+
+#: The name of the two columns that say which window a result row is.
+WINDOW_COLUMNS = ("window_start", "window_end")
+
+
+def _compiled_spec(monoid):
+    """The float64 compiled description of a built-in aggregation, or None for plain Python."""
+    if not isinstance(monoid, aggregations.Aggregation):
+        return None
+    return monoid.compiled_for(np.dtype(np.float64))
+
+
+class _CompiledTree:
+    """A built-in aggregation's FiBA tree in a numba kernel.
+
+    Rows go in at their time rounded down to a multiple of ``rounding``. Times are
+    microseconds held as float64 (exact to 2**53 microseconds, 285 years), the
+    kernels the per-event streaming windows use, so both modes share compiled code.
+    """
+
+    def __init__(self, spec, rounding: int):
+        self.spec, self.rounding = spec, rounding
+        self.bufs = self.st = None
+        self.entry_times = np.empty(0, np.int64)  # distinct times in the tree, for compacting
+
+    def step(self, times, values, positions, lows, highs, horizon):
+        """Insert (times sorted), answer ``lows[j] <= time <= highs[j]``, evict ``<= horizon``."""
+        kernel, fresh = batch_kernel(self.spec, "float64")
+        if self.bufs is None:
+            self.bufs, self.st = fresh()
+        self.bufs, self.st, out = kernel(self.bufs, self.st, times.astype(np.float64), values, positions,
+                                         lows.astype(np.float64), highs.astype(np.float64), False,
+                                         np.float64(horizon))
+        return out
+
+    def __getstate__(self):
+        # A tree keeps the node pool of the largest batch it held: pickle one sized for its entries.
+        from ..window import compact_kernel
+
+        state = dict(self.__dict__)
+        if self.bufs is not None and self.st[0] > 2 * self.st[2] + 64:
+            state["bufs"], state["st"] = compact_kernel(self.spec, "float64")(self.bufs, self.st,
+                                                                              self.entry_times.astype(np.float64))
+        return state
+
+
+class _PythonTree:
+    """Any monoid on the plain-Python FiBA: nulls are skipped, positional monoids get positions."""
+
+    def __init__(self, monoid, rounding: int):
+        self.monoid, self.rounding = monoid, rounding
+        self.entry_times = np.empty(0, np.int64)
+        self.positional = getattr(monoid, "positional", False)
+        self.tree = make("fiba", monoid)
+
+    def step(self, times, values, positions, lows, highs, horizon):
+        keep = [i for i, v in enumerate(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if keep:
+            items = [(values[i], int(positions[i])) if self.positional else values[i] for i in keep]
+            self.tree.bulk_insert(items, times[keep].tolist())
+        out = [self.tree.query(int(lo), int(hi)) for lo, hi in zip(lows, highs)]
+        if len(self.tree) and self.tree.oldest_time() <= horizon:
+            self.tree.bulk_evict(int(horizon))
+        return out
+
+
+class HoppingWindows:
+    """The hopping windows of one key: feed rows with :meth:`step`, get the windows that closed.
+
+    ``outputs`` are the aggregations (``Output``), ``size`` and ``slide`` in
+    microseconds, ``keyed_columns`` the input columns whose items are reduced
+    to a stable key (strings counted by HyperLogLog, say).
+    """
+
+    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keyed_columns=frozenset()):
+        self.outputs, self.size, self.slide = list(outputs), int(size), int(slide)
+        self.pane = math.gcd(self.size, self.slide)
+        self.keyed_columns = set(keyed_columns)
+        self.trees = [self._tree(o.monoid) for o in self.outputs]
+        # per input column of an output that is null when empty: a tree counting its non-null values
+        self.non_null = {o.column: _CompiledTree(_compiled_spec(aggregations.get("count")), self.pane)
+                         for o in self.outputs if not isinstance(o.monoid, _DEFINED_WHEN_EMPTY)}
+        self.panes = np.empty(0, np.int64)  # sorted pane starts with rows, still in an open window
+        self.next_k = _INT_LOW  # every window below it is closed and reported
+        self.seen = 0  # rows inserted so far (positions for argmin/argmax-like aggregations)
+
+    def _tree(self, monoid):
+        spec = _compiled_spec(monoid)
+        # rows of one pane combine into one entry only if their order does not matter
+        rounding = self.pane if monoid.commutative else 1
+        return _CompiledTree(spec, rounding) if spec is not None else _PythonTree(monoid, rounding)
+
+    def __len__(self) -> int:
+        """Entries held (panes with rows that an open window still covers)."""
+        return int(self.panes.shape[0])
+
+    # ------------------------------------------------------------ feeding
+    def step(self, rows: Optional[pd.DataFrame], times: Optional[np.ndarray], watermark) -> Optional[pa.Table]:
+        """Add ``rows`` (times in microseconds, any order, none older than the previous
+        watermark), then close every window whose end is ``<= watermark`` (microseconds;
+        ``math.inf`` closes all). Returns the closed windows that hold rows, by start, as
+        an Arrow table of ``window_start``, ``window_end`` (int64 microseconds) and the
+        outputs, or None when none closed."""
+        n = 0 if rows is None else len(rows)
+        if n:
+            order = np.argsort(times, kind="stable")
+            times = np.asarray(times, np.int64)[order]
+            rows = rows.iloc[order].reset_index(drop=True)
+            positions = np.arange(self.seen, self.seen + n, dtype=np.int64)[order]
+            self.seen += n
+            self.panes = np.union1d(self.panes, (times // self.pane) * self.pane)
+        else:
+            times = np.empty(0, np.int64)
+            positions = np.empty(0, np.int64)
+        ks = self._closing(watermark)
+        starts = ks * self.slide
+        lows, highs = starts, starts + (self.size - 1)
+        horizon = self._advance(ks, watermark)
+        results = []
+        for tree, output in zip(self.trees, self.outputs):
+            results.append(self._feed(tree, rows, output.column, times, positions, lows, highs, horizon,
+                                      output))
+        counts = {column: self._feed(tree, rows, column, times, positions, lows, highs, horizon, None)
+                  for column, tree in self.non_null.items()}
+        if not len(ks):
+            return None
+        columns = [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
+        for output, out in zip(self.outputs, results):
+            non_null = counts.get(output.column, np.ones(len(ks), np.int64))
+            columns.append(_to_arrow(out, np.asarray(non_null, np.int64), output, None))
+        return pa.Table.from_arrays(columns, names=list(WINDOW_COLUMNS) + [o.name for o in self.outputs])
+
+    def _feed(self, tree, rows, column, times, positions, lows, highs, horizon, output):
+        when = (times // tree.rounding) * tree.rounding
+        values = self._values(rows, column, output, isinstance(tree, _PythonTree))
+        if len(when):
+            tree.entry_times = np.union1d(tree.entry_times, when)
+        tree.entry_times = tree.entry_times[tree.entry_times > horizon]
+        return tree.step(when, values, positions, lows, highs, horizon)
+
+    def _values(self, rows, column, output, python):
+        if rows is None or not len(rows):
+            return [] if python else np.empty(0, np.float64)
+        series = rows[column]
+        if output is None:  # non-null count: 1 per value, NaN (skipped) per null
+            return np.where(series.isna().to_numpy(), np.nan, 1.0)
+        if python:
+            return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+                    for v in series.astype(object).where(series.notna(), None)]
+        if column in self.keyed_columns:
+            keys = _key_values(pa.array(series, from_pandas=True)).astype(np.float64)
+            return np.where(series.isna().to_numpy(), np.nan, keys)
+        return pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+    # ------------------------------------------------------------ closing
+    def next_end(self) -> Optional[int]:
+        """The end (microseconds) of the next window to close that holds rows, or None."""
+        if not len(self.panes) or self.next_k >= _INT_HIGH:
+            return None
+        first = max(int((self.panes[0] - self.size) // self.slide + 1), int(self.next_k))
+        return first * self.slide + self.size
+
+    def _last_closed(self, watermark) -> int:
+        """The largest k whose window ends at or before the watermark."""
+        if watermark == math.inf or watermark >= _INT_HIGH:
+            return _INT_HIGH
+        if watermark == -math.inf:
+            return _INT_LOW
+        return (int(watermark) - self.size) // self.slide
+
+    def _closing(self, watermark) -> np.ndarray:
+        """The window numbers k, ascending, that close now and hold a pane with rows.
+
+        Window k holds pane p when ``k*slide <= p < k*slide + size``: k runs from
+        ``floor((p - size) / slide) + 1`` to ``floor(p / slide)``; both bounds grow with p,
+        so cutting each pane's run at the previous pane's end leaves disjoint runs.
+        """
+        last = self._last_closed(watermark)
+        if not len(self.panes) or last == _INT_LOW or last < self.next_k:
+            return np.empty(0, np.int64)
+        first_k = np.maximum((self.panes - self.size) // self.slide + 1, self.next_k)
+        last_k = np.minimum(self.panes // self.slide, last)
+        first_k[1:] = np.maximum(first_k[1:], last_k[:-1] + 1)
+        spans = np.maximum(last_k - first_k + 1, 0)
+        total = int(spans.sum())
+        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans)
+        return np.repeat(first_k, spans) + offsets
+
+    def _advance(self, ks, watermark) -> int:
+        """Mark the windows up to the watermark closed; returns the time up to which entries go."""
+        last = self._last_closed(watermark)
+        if last == _INT_HIGH:
+            self.next_k = _INT_HIGH
+            self.panes = self.panes[:0]
+            return _INT_HIGH
+        if last == _INT_LOW:  # no watermark yet
+            return _INT_LOW
+        self.next_k = max(self.next_k, last + 1)
+        # a pane before the first open window's start is in no open window
+        first_open = self.next_k * self.slide
+        self.panes = self.panes[self.panes >= first_open]
+        return first_open - 1
+
+
+# ---------------------------------------------------------------- batch: one Spark partition
+class HoppingPartition:
+    """``mapInArrow`` function: batches sorted by ``keys`` then ``order`` (no null times) in,
+    one row per key and window holding rows out (keys, window bounds, outputs).
+
+    A key's windows close as its rows go by (no later row of a sorted key is older), so
+    a task holds one key's open windows and one batch. Cheap to pickle; kernels are looked
+    up in the process that runs it.
+    """
+
+    def __init__(self, keys, order: str, size: int, slide: int, outputs, keyed_columns, time_type: pa.DataType):
+        self.keys, self.order, self.size, self.slide = list(keys), order, int(size), int(slide)
+        self.outputs, self.keyed_columns, self.time_type = list(outputs), set(keyed_columns), time_type
+
+    def __call__(self, batches):
+        from .partition import _changes, order_values
+
+        state, key_row = None, None  # the current key's windows and a one-row batch of its key values
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            new_key = np.zeros(batch.num_rows, np.bool_)
+            for name in self.keys:
+                new_key |= _changes(batch.column(name), None if key_row is None else key_row.column(name))
+            if key_row is None:
+                new_key[0] = True
+            starts = list(np.flatnonzero(new_key)) + [batch.num_rows]
+            if starts[0] != 0:
+                starts.insert(0, 0)
+            times = order_values(batch.column(self.order))
+            frame = batch.to_pandas()
+            for begin, end in zip(starts, starts[1:]):
+                if new_key[begin]:
+                    if state is not None:
+                        yield from self._emit(state.step(None, None, math.inf), key_row)
+                    state = HoppingWindows(self.outputs, self.size, self.slide, self.keyed_columns)
+                    key_row = batch.slice(begin, 1).select(self.keys) if self.keys else batch.slice(begin, 1)
+                run_times = times[begin:end]
+                # rows come sorted: windows ending at or before the last time can no longer change
+                closed = state.step(frame.iloc[begin:end].reset_index(drop=True), run_times, int(run_times[-1]))
+                yield from self._emit(closed, key_row)
+        if state is not None:
+            yield from self._emit(state.step(None, None, math.inf), key_row)
+
+    def _emit(self, table: Optional[pa.Table], key_row):
+        if table is None or not table.num_rows:
+            return
+        n = table.num_rows
+        columns = [key_row.column(name).take(pa.array(np.zeros(n, np.int64))) for name in self.keys]
+        columns += [table.column(name).combine_chunks().cast(self.time_type) for name in WINDOW_COLUMNS]
+        columns += [table.column(o.name).combine_chunks() for o in self.outputs]
+        yield pa.RecordBatch.from_arrays(columns, names=self.keys + list(WINDOW_COLUMNS) + [o.name for o in self.outputs])

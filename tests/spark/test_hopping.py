@@ -1,0 +1,177 @@
+"""Hopping windows (``slide=``): the per-key engine against brute force, batch and stream against Spark's window()."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from oracle import CONCAT
+
+from winagg import aggregations
+from winagg.spark import SparkInputError, sliding
+from winagg.spark.hopping import HoppingWindows
+from winagg.spark.partition import Output, result_type
+from winagg.spark.pipeline import stamp_in_order
+
+MINUTE = 60_000_000  # microseconds
+#: The aggregations compared with Spark's (the kernels the per-event streaming tests compile too).
+NATIVE = {"max": "max", "count": "count", "sum": "sum", "mean": "avg"}
+
+
+def _events(count, seed, keys=("JFK", "LGA", None)):
+    """(id, key, minute, value): ties in time, null values, an empty stretch of two hours, a null time."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(count):
+        minute = rng.randrange(0, 120) + (240 if rng.random() < 0.5 else 0)  # nothing in [120, 240)
+        value = None if rng.random() < 0.15 else float(rng.randrange(-20, 200))
+        events.append((i, rng.choice(keys), minute, value))
+    events.append((count, "JFK", None, 5.0))  # in no window
+    return events
+
+
+def _brute_force(events, size, slide):
+    """Per (key, window start): max, count, sum, mean of the non-null values and their concatenation in time order."""
+    result = {}
+    for key in {e[1] for e in events}:
+        mine = [e for e in events if e[1] == key and e[2] is not None]
+        ks = {k for e in mine for k in range((e[2] - size) // slide + 1, e[2] // slide + 1)}
+        for k in ks:
+            inside = sorted((e for e in mine if k * slide <= e[2] < k * slide + size), key=lambda e: e[2])
+            values = [e[3] for e in inside if e[3] is not None]
+            result[(key, k * slide)] = (max(values) if values else None, len(values), sum(values) if values else None,
+                                        sum(values) / len(values) if values else None,
+                                        "".join(f"{v};" for v in values))
+    return result
+
+
+def _assert_close(got, want, what):
+    assert (got is None or (isinstance(got, float) and math.isnan(got))) == (want is None), (what, got, want)
+    if want is not None:
+        assert got == pytest.approx(want, rel=1e-9), what
+
+
+def test_one_key_fed_out_of_order_gives_every_window_as_brute_force():
+    """Micro-batches out of order behind a watermark; slide 4 does not divide size 10 (panes of 2 minutes);
+    a non-commutative monoid folds each window in time order (equal times in arrival order)."""
+    events = [e for e in _events(400, seed=3, keys=("a",)) if e[2] is not None]
+    random.Random(4).shuffle(events)
+    names = ["max", "count", "sum", "mean"]
+    outputs = [Output(n, "v", aggregations.get(n), result_type(aggregations.get(n), pa.float64())) for n in names]
+    outputs.append(Output("trail", "v", CONCAT, pa.string()))
+    windows = HoppingWindows(outputs, 10 * MINUTE, 4 * MINUTE)
+    closed, on_time, watermark = [], [], -math.inf
+    for chunk in np.array_split(np.arange(len(events)), 7):
+        batch = [events[i] for i in chunk if events[i][2] * MINUTE >= watermark]  # late events are dropped
+        on_time += batch
+        frame = pd.DataFrame({"v": [e[3] for e in batch]})
+        closed.append(windows.step(frame, np.array([e[2] * MINUTE for e in batch], np.int64), watermark))
+        watermark = max(watermark, max(e[2] for e in batch) * MINUTE - 30 * MINUTE)
+    closed.append(windows.step(None, None, math.inf))
+    got = pa.concat_tables([t for t in closed if t is not None]).to_pylist()
+    want = _brute_force(on_time, 10, 4)
+    assert len(on_time) < len(events)  # some were late
+    assert [row["window_start"] for row in got] == sorted(start * MINUTE for _, start in want)
+    assert len(windows) == 0
+    for row in got:
+        expected = want[("a", row["window_start"] // MINUTE)]
+        assert row["window_end"] - row["window_start"] == 10 * MINUTE
+        for name, value in zip(names, expected):
+            _assert_close(row[name], value, (row["window_start"], name))
+        assert row["trail"] == (expected[4] or None)
+
+
+def _frame(spark, events):
+    start = dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc)
+    rows = [(i, key, None if minute is None else start + dt.timedelta(minutes=minute), value)
+            for i, key, minute, value in events]
+    return spark.createDataFrame(rows, "id long, origin string, ts timestamp, delay double")
+
+
+def _native(df, size, slide):
+    from pyspark.sql import functions as F
+
+    aggs = [getattr(F, fn)("delay").alias(name) for name, fn in NATIVE.items()]
+    grouped = df.groupBy("origin", F.window("ts", size, slide)).agg(*aggs)
+    return grouped.select("origin", F.col("window.start").alias("window_start"),
+                          F.col("window.end").alias("window_end"), *NATIVE).toPandas()
+
+
+def _assert_equal_to_native(got: pd.DataFrame, want: pd.DataFrame):
+    order = ["origin", "window_start"]
+    got = got.sort_values(order, na_position="first").reset_index(drop=True)
+    want = want.sort_values(order, na_position="first").reset_index(drop=True)
+    assert len(got) == len(want)
+    assert got["origin"].tolist() == want["origin"].tolist()
+    assert (got["window_start"] == want["window_start"]).all() and (got["window_end"] == want["window_end"]).all()
+    for name in NATIVE:
+        assert (got[name].isna() == want[name].isna()).all(), name
+        np.testing.assert_allclose(got[name][want[name].notna()].astype(float),
+                                   want[name][want[name].notna()].astype(float), rtol=1e-9, err_msg=name)
+
+
+@pytest.mark.parametrize("size, slide", [("10 minutes", "4 minutes"), ("15 minutes", "15 minutes")])
+def test_batch_hopping_windows_equal_spark_window(spark, size, slide):
+    """Nulls, ties, a null key, a null time, two hours without rows, a slide that does not divide the size."""
+    df = _frame(spark, _events(1500, seed=9))
+    aggs = {name: (name, "delay") for name in NATIVE}
+    mine = sliding(df, partition_by="origin", order_by="ts", range=size, slide=slide, aggs=aggs)
+    assert mine.columns == ["origin", "window_start", "window_end", *NATIVE]
+    _assert_equal_to_native(mine.toPandas(), _native(df, size, slide))
+
+
+def test_batch_hopping_refuses_a_row_frame_and_a_number_order(spark):
+    from pyspark.sql import functions as F
+
+    df = _frame(spark, _events(5, seed=1)).withColumn("n", F.lit(1))
+    with pytest.raises(SparkInputError, match="slide needs range="):
+        sliding(df, partition_by="origin", order_by="ts", rows=3, slide="1 minute", aggs={"m": ("max", "delay")})
+    with pytest.raises(SparkInputError, match="timestamp order_by"):
+        sliding(df, partition_by="origin", order_by="n", range=5, slide=1, aggs={"m": ("max", "delay")})
+    with pytest.raises(SparkInputError, match="window column"):
+        sliding(df, partition_by="origin", order_by="ts", range="5 minutes", slide="1 minute",
+                aggs={"window_end": ("max", "delay")})
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("origin", pa.string()), ("ts", pa.timestamp("us", "UTC")),
+                    ("delay", pa.float64())])
+
+
+def test_stream_hopping_windows_equal_spark_window_on_the_same_files(spark, tmp_path):
+    from winagg.spark.streaming import sliding_stream
+
+    events = [e for e in _events(600, seed=13) if e[2] is not None]
+    rng = random.Random(14)
+    events.sort(key=lambda e: e[2] + rng.randrange(0, 20))  # arrival order: up to 20 minutes out of order
+    events.append((-1, "~end", 10 ** 7, None))  # closes every window; its key is not compared
+    folder = tmp_path / "in"
+    folder.mkdir()
+    paths = []
+    for number, chunk in enumerate(np.array_split(np.arange(len(events)), 5)):
+        rows = [events[i] for i in chunk]
+        table = pa.table({"id": [r[0] for r in rows], "origin": [r[1] for r in rows],
+                          "ts": [pd.Timestamp("2024-03-01", tz="UTC") + pd.Timedelta(minutes=r[2]) for r in rows],
+                          "delay": [r[3] for r in rows]}, schema=SCHEMA)
+        paths.append(folder / f"part-{number}.parquet")
+        pq.write_table(table, paths[-1])
+    stamp_in_order(paths)
+    source = spark.readStream.schema("id long, origin string, ts timestamp, delay double") \
+        .option("maxFilesPerTrigger", 1).parquet(str(folder))
+    aggs = {name: (name, "delay") for name in NATIVE}
+    stream, dropped = sliding_stream(source, partition_by="origin", order_by="ts", range="10 minutes",
+                                     slide="4 minutes", aggs=aggs, lateness="30 minutes")
+    query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert dropped.value == 0
+    got = spark.read.parquet(str(tmp_path / "out")).toPandas()
+    got = got[got["origin"] != "~end"]
+    data = spark.read.schema("id long, origin string, ts timestamp, delay double").parquet(str(folder))
+    _assert_equal_to_native(got, _native(data.where("id >= 0"), "10 minutes", "4 minutes"))
