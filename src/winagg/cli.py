@@ -77,7 +77,7 @@ def _pipeline(args) -> int:
     config = PipelineConfig(input=args.input, output=args.output, time=args.time, value=args.value,
                             distinct=None if args.distinct in ("", "none") else args.distinct,
                             groupings=args.by, windows=windows, master=args.master, stream=args.stream,
-                            lateness=args.lateness, progress=not args.no_progress)
+                            lateness=args.lateness, progress=not args.no_progress, env_archive=args.env_archive)
     try:
         facts = run(config)
     except PipelineInputError as error:
@@ -89,6 +89,22 @@ def _pipeline(args) -> int:
     print(f"  report: {facts['report']}")
     if config.stream:
         print(f"  events dropped as late or without a time: {facts['dropped']:,}")
+    return 0
+
+
+def _pack_env(args) -> int:
+    from winagg.spark.packenv import PackEnvError, pack_environment
+
+    try:
+        facts = pack_environment(args.output, compress_level=args.compress_level, numba_cache=args.numba_cache,
+                                 python_prefix=args.python_prefix, force=args.force)
+    except PackEnvError as error:
+        print(f"winagg pack-env: {error}", file=sys.stderr)
+        return 2
+    print(f"{facts['path']}: {facts['bytes'] / 1e6:.0f} MB ({facts['installed_bytes'] / 1e6:.0f} MB unpacked) "
+          f"in {facts['seconds']:.0f} s")
+    print("  " + ", ".join(facts["distributions"]))
+    print(f"  use: spark.archives={facts['path']}#environment with PYSPARK_PYTHON=./environment/bin/python")
     return 0
 
 
@@ -138,8 +154,25 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run as Structured Streaming over the input replayed as files in arrival order")
     pipe.add_argument("--lateness", default="1 day", metavar="DURATION",
                       help="with --stream: the watermark delay (default: 1 day)")
+    pipe.add_argument("--env-archive", metavar="FILE",
+                      help="a `winagg pack-env` archive the cluster's executors run their Python from")
     pipe.add_argument("--no-progress", action="store_true", help="no progress bar")
     pipe.set_defaults(func=_pipeline)
+
+    pack = sub.add_parser(
+        "pack-env", help="pack winagg and what it needs for a Spark cluster's executors (venv-pack)",
+        description="Build a venv-pack archive holding winagg and the packages it needs (not PySpark, which "
+                    "every Spark installation brings). Ship it with spark.archives=FILE#environment and "
+                    "PYSPARK_PYTHON=./environment/bin/python, or `winagg pipeline --env-archive FILE`.")
+    pack.add_argument("-o", "--output", default="winagg-env.tar.gz", metavar="FILE",
+                      help="the archive (.tar.gz, .tgz, .tar or .zip; default: winagg-env.tar.gz)")
+    pack.add_argument("--compress-level", type=int, default=4, metavar="N", help="gzip level 0-9 (default 4)")
+    pack.add_argument("--numba-cache", action="store_true",
+                      help="also ship this machine's compiled kernels (for workers with the same processor)")
+    pack.add_argument("--python-prefix", metavar="DIR",
+                      help="where the base Python lives on the workers (default: where it lives here)")
+    pack.add_argument("--force", action="store_true", help="replace an existing archive")
+    pack.set_defaults(func=_pack_env)
 
     bench_parser = sub.add_parser("bench", help="reproduce the papers' experiments (CSV + PNG)", add_help=False,
                                   description="Run one of the experiments; writes CSV and PNG files.")

@@ -53,6 +53,8 @@ class PipelineConfig:
     replay_files: int = 52
     files_per_batch: int = 8
     progress: bool = True
+    #: a ``winagg pack-env`` archive: the executors run their Python from it (spark.archives)
+    env_archive: Optional[str] = None
 
 
 # ---------------------------------------------------------------- input
@@ -427,8 +429,12 @@ def run(config: PipelineConfig) -> dict:
     bar.set_postfix_str("compiling kernels")
     warm_up(config)
     bar.set_postfix_str("starting Spark")
-    spark = session(config.master, app_name="winagg pipeline",
-                    conf={"spark.sql.shuffle.partitions": "2" if config.stream else "8"})
+    conf = {"spark.sql.shuffle.partitions": "2" if config.stream else "8"}
+    if config.env_archive is not None:
+        from .packenv import shipped_conf
+
+        conf.update(shipped_conf(config.env_archive))
+    spark = session(config.master, app_name="winagg pipeline", conf=conf)
     bar.set_postfix_str("reading input")
     df = _read_input(spark, config).cache()
     rows = df.where(df[config.time].isNotNull()).count()

@@ -1,0 +1,158 @@
+"""``winagg pack-env``: a packed Python environment for the executors of a Spark cluster.
+
+A cluster's workers need not have winagg, numba or numpy: the driver ships an
+environment with the job, the way PySpark documents it (venv-pack)::
+
+    winagg pack-env -o winagg-env.tar.gz
+    # then, in the driver (or winagg pipeline --env-archive winagg-env.tar.gz):
+    os.environ["PYSPARK_PYTHON"] = "./environment/bin/python"
+    SparkSession.builder.config("spark.archives", "winagg-env.tar.gz#environment")
+
+Spark unpacks the archive in every executor's working directory as
+``environment``; its ``bin/python`` runs the tasks.
+
+The archive is built from a fresh virtual environment holding winagg (a copy
+of the package, also when it is installed in editable mode, which venv-pack
+refuses to pack) and the installed distributions it needs: its own
+requirements and those of its ``spark`` extra, recursively, copied file by
+file from the current environment. Left out: PySpark itself (every Spark
+installation puts its own ``python/lib/pyspark.zip`` on the executors' path)
+and venv-pack. As venv-pack documents, ``bin/python`` stays a link to the
+base interpreter this environment was made from (``sys.base_prefix``): the
+workers need that Python at the same path (``--python-prefix`` names another).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import venv
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable, Optional
+
+from ..errors import WinaggError
+
+#: Distributions an executor does not need: Spark brings its own PySpark; venv-pack only packs.
+LEFT_OUT = frozenset({"pyspark", "venv-pack"})
+
+
+class PackEnvError(WinaggError, RuntimeError):
+    """The environment cannot be packed (a missing distribution, an existing output...)."""
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def required_distributions(root: str = "winagg", extras: Iterable[str] = ("spark",),
+                           left_out: Iterable[str] = LEFT_OUT) -> list:
+    """The installed distributions ``root[extras]`` needs, recursively (``root`` first), less ``left_out``."""
+    from packaging.requirements import Requirement
+
+    skip = {_canonical(n) for n in left_out}
+    wanted, seen, queue = [], set(), [(root, tuple(extras))]
+    while queue:
+        name, with_extras = queue.pop(0)
+        key = _canonical(name)
+        if key in seen or key in skip:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise PackEnvError(f"{name!r} is required but not installed in {sys.prefix}") from None
+        wanted.append(dist)
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            environments = [{"extra": e} for e in with_extras] or [{"extra": ""}]
+            if requirement.marker is None or any(requirement.marker.evaluate(env) for env in environments):
+                queue.append((requirement.name, tuple(requirement.extras)))
+    return wanted
+
+
+def _site_packages(prefix: Path) -> Path:
+    return prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def _copy_distribution(dist, target: Path) -> int:
+    """Copy the files a distribution installed into site-packages; returns bytes copied."""
+    copied = 0
+    for entry in dist.files or ():
+        if entry.parts[0] == ".." or entry.suffix == ".pyc":  # scripts in bin/; bytecode is remade
+            continue
+        source = Path(dist.locate_file(entry))
+        if not source.is_file():
+            continue
+        destination = target / entry
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination)  # keeps modification times
+        copied += source.stat().st_size
+    return copied
+
+
+def _copy_winagg(target: Path, numba_cache: bool) -> int:
+    """The winagg package as files (whether installed editable or not)."""
+    import winagg
+
+    source = Path(winagg.__file__).parent
+    kept = ("*.nbi", "*.nbc") if numba_cache else ()
+
+    def ignore(folder, names):
+        if Path(folder).name == "__pycache__":
+            return [n for n in names if not any(Path(n).match(p) for p in kept)]
+        return [n for n in names if n == "__pycache__" and not kept]
+
+    shutil.copytree(source, target / "winagg", ignore=ignore, dirs_exist_ok=True)
+    return sum(p.stat().st_size for p in (target / "winagg").rglob("*") if p.is_file())
+
+
+def pack_environment(output: str, *, extras: Iterable[str] = ("spark",), compress_level: int = 4,
+                     numba_cache: bool = False, python_prefix: Optional[str] = None, force: bool = False,
+                     workdir: Optional[str] = None) -> dict:
+    """Build the archive ``output`` (``.tar.gz``); returns facts: path, bytes, seconds, distributions.
+
+    ``numba_cache`` also ships this machine's compiled kernels (numba's disk cache
+    next to winagg's sources): executors on the same kind of processor load them
+    instead of compiling.
+    """
+    import venv_pack
+
+    started = time.perf_counter()
+    out = Path(output).resolve()
+    if out.exists() and not force:
+        raise PackEnvError(f"output {str(out)!r} already exists (force=True / --force replaces it)")
+    if not out.name.endswith((".tar.gz", ".tgz", ".zip", ".tar")):
+        raise PackEnvError(f"output {str(out)!r} must end in .tar.gz, .tgz, .tar or .zip")
+    distributions = [d for d in required_distributions(extras=extras) if _canonical(d.metadata["Name"]) != "winagg"]
+    with tempfile.TemporaryDirectory(prefix="winagg-env-", dir=workdir) as scratch:
+        prefix = Path(scratch) / "environment"
+        venv.EnvBuilder(with_pip=False, symlinks=True).create(prefix)
+        site = _site_packages(prefix)
+        copied = sum(_copy_distribution(d, site) for d in distributions)
+        copied += _copy_winagg(site, numba_cache)
+        if out.exists():
+            out.unlink()
+        venv_pack.pack(prefix=str(prefix), output=str(out), compress_level=compress_level,
+                       python_prefix=python_prefix)
+    return {"path": str(out), "bytes": out.stat().st_size, "installed_bytes": copied,
+            "seconds": time.perf_counter() - started,
+            "distributions": sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions)}
+
+
+def shipped_conf(archive: str) -> dict:
+    """Spark settings that run the executors' Python from ``archive`` (made by :func:`pack_environment`).
+
+    ``PYSPARK_PYTHON`` is set in this process (PySpark reads it when the
+    SparkContext starts); the driver keeps its own interpreter.
+    """
+    path = Path(archive)
+    if not path.is_file():
+        raise PackEnvError(f"environment archive {archive!r} does not exist (make one with `winagg pack-env`)")
+    os.environ["PYSPARK_DRIVER_PYTHON"] = os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ["PYSPARK_PYTHON"] = "./environment/bin/python"
+    return {"spark.archives": f"{path.resolve()}#environment"}
