@@ -166,3 +166,15 @@ def test_a_monoid_from_a_module_only_the_driver_imports_runs_in_spark(tmp_path):
     assert result["batch"] == {str(t): "".join(str(u) for u in range(t % 2, t + 1, 2)[-3:]) for t in range(12)}
     # range 2 minutes: minutes m - 2 .. m; the last event waits for a watermark past it
     assert result["stream"] == {"00:00": "1", "00:01": "12", "00:02": "123", "00:03": "234", "00:04": "345"}
+
+
+def test_nan_is_missing_like_null(spark):
+    # NaN is a missing value in winagg as in pandas: a window of NaN and null only is null,
+    # and NaN is skipped where the window has numbers (Spark's own sum would give NaN)
+    rows = [("a", 1, 1.0), ("a", 2, float("nan")), ("a", 3, None), ("a", 4, float("nan")), ("a", 5, 4.0)]
+    df = spark.createDataFrame(rows, "k string, t long, v double")
+    out = sliding(df, partition_by="k", order_by="t", rows=2,
+                  aggs={"s": ("sum", "v"), "n": ("count", "v"), "m": ("max", "v")}).orderBy("t").collect()
+    assert [r["s"] for r in out] == [1.0, 1.0, None, None, 4.0]
+    assert [r["n"] for r in out] == [1, 1, 0, 0, 1]
+    assert [r["m"] for r in out] == [1.0, 1.0, None, None, 4.0]

@@ -302,10 +302,22 @@ class _Run:
     def _output(self, output, batch, reset, group_start, times):
         column = batch.column(output.column)
         window, prepare = self._window(output, column)
-        valid = column.is_valid().to_numpy(zero_copy_only=False).astype(np.bool_)
+        valid = _present(column)
         values = prepare(column)
         out, counts = window.step(values, valid, reset, group_start, times)
         return _to_arrow(out, counts, output, column.type)
+
+
+def _present(column: pa.Array) -> np.ndarray:
+    """True where a value is there: not null and, in a float column, not NaN.
+
+    NaN is a missing value everywhere in winagg (``rolling``, the aggregators, ``Window``), as
+    in pandas; Spark's own sum and avg would propagate it, winagg's windows skip it as null.
+    """
+    valid = column.is_valid()
+    if pa.types.is_floating(column.type):
+        valid = pc.and_(valid, pc.invert(pc.fill_null(pc.is_nan(column), True)))
+    return valid.to_numpy(zero_copy_only=False).astype(np.bool_)
 
 
 def _is_numeric(kind: pa.DataType) -> bool:
