@@ -12,6 +12,8 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.extending import intrinsic
 
 from . import jitcache
 from .layout import PYTHON
@@ -19,6 +21,47 @@ from .layout import PYTHON
 
 def _no_jit(fn):
     return fn
+
+
+def _as_is(index):
+    return index
+
+
+def _nothing(index):
+    pass
+
+
+@intrinsic
+def _unsigned(typingctx, index):
+    """``index`` as an unsigned integer (the same bits): an array index numba does not wrap.
+
+    numba turns a negative signed index ``i`` into ``len + i``, a compare and a select on every
+    access, which LLVM can only drop where it proves the index non-negative (not for indices
+    read from memory or masked ring positions). Algorithms whose indices are never negative
+    index through ``Ops.index`` and pay nothing.
+    """
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], signature.args[0], nb.types.uint64)
+
+    return nb.types.uint64(index), codegen
+
+
+@intrinsic
+def _one_at_a_time(typingctx, index):
+    """Compiles to no instruction, but keeps LLVM from vectorising the loop that calls it.
+
+    For loops over a handful of items (a tree node's entries): vectorised for 8 lanes on
+    AVX-512, with masked gathers when the count is bounded, their setup costs more than the
+    few items they touch. An empty ``asm sideeffect`` that reads the loop index (and no
+    memory) is a call the vectoriser cannot widen; it emits nothing and leaves every other
+    optimisation be.
+    """
+    def codegen(context, builder, signature, args):
+        barrier = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [args[0].type]), "", "r", side_effect=True)
+        builder.call(barrier, [args[0]], attrs=("nounwind", "readnone"))
+        return context.get_dummy_value()
+
+    return nb.types.void(index), codegen
 
 
 class Ops(NamedTuple):
@@ -37,6 +80,11 @@ class Ops(NamedTuple):
     #: like ``jit_loop``, but inlined into every caller by LLVM rather than called: a per-item
     #: operation with loops that a kernel runs with neither a call nor reference counts
     jit_flat: Callable = _no_jit
+    #: ``index(i)``: ``i`` (never negative) as an array index without numba's wraparound for
+    #: negative indices (unsigned when compiled); the identity in Python
+    index: Callable = _as_is
+    #: ``one_at_a_time(i)``, called first in a short loop's body: the loop stays scalar (compiled)
+    one_at_a_time: Callable = _nothing
 
 
 class Funcs(NamedTuple):
@@ -137,7 +185,7 @@ def compiled_ops(spec) -> Ops:
     vector = isinstance(spec.identity, np.ndarray)
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
                _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
-               _njit_inline if vector else _njit_flat)
+               _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time)
 
 
 @nb.njit(cache=True)
