@@ -15,6 +15,7 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/4/3 c
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: (vals, aggs); st: (mask, F, E, L, R, A, B).
@@ -34,11 +35,11 @@ def build(ops):
         if l == r:  # shift
             return (mask, f, e, l + 1, r + 1, a + 1, b)
         # shrink: read every aggregate before moving a position
-        agg_l = load(aggs, l & mask)  # l != r here
-        agg_r = load(aggs, (a - 1) & mask) if r != a else identity
-        agg_a = load(aggs, a & mask) if a != b else identity
-        store(aggs, l & mask, combine(combine(agg_l, agg_r), agg_a))
-        store(aggs, (a - 1) & mask, combine(load(vals, (a - 1) & mask), agg_a))
+        agg_l = load(aggs, u(l & mask))  # l != r here
+        agg_r = load(aggs, u((a - 1) & mask)) if r != a else identity
+        agg_a = load(aggs, u(a & mask)) if a != b else identity
+        store(aggs, u(l & mask), combine(combine(agg_l, agg_r), agg_a))
+        store(aggs, u((a - 1) & mask), combine(load(vals, u((a - 1) & mask)), agg_a))
         return (mask, f, e, l + 1, r, a - 1, b)
 
     fixup = jit(fixup)
@@ -46,9 +47,9 @@ def build(ops):
     def insert(bufs, st, value):
         vals, aggs = bufs
         mask, f, e, l, r, a, b = st
-        back_agg = load(aggs, (e - 1) & mask) if b != e else identity
-        store(vals, e & mask, value)
-        store(aggs, e & mask, combine(back_agg, value))
+        back_agg = load(aggs, u((e - 1) & mask)) if b != e else identity
+        store(vals, u(e & mask), value)
+        store(aggs, u(e & mask), combine(back_agg, value))
         return fixup(bufs, (mask, f, e + 1, l, r, a, b))
 
     def evict(bufs, st):
@@ -58,8 +59,8 @@ def build(ops):
     def query(bufs, st):
         vals, aggs = bufs
         mask, f, e, l, r, a, b = st
-        front_agg = load(aggs, f & mask) if f != b else identity
-        back_agg = load(aggs, (e - 1) & mask) if b != e else identity
+        front_agg = load(aggs, u(f & mask)) if f != b else identity
+        back_agg = load(aggs, u((e - 1) & mask)) if b != e else identity
         return combine(front_agg, back_agg)
 
     def grow(bufs, st):

@@ -13,6 +13,7 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/3/2 c
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: one buffer; st: (mask, F, E, L, R, A, B, aggRA, aggB).
@@ -33,16 +34,16 @@ def build(ops):
         if l == r:  # shift; agg_ra goes stale on purpose: it is unread until the next flip
             return (mask, f, e, l + 1, r + 1, a + 1, b, agg_ra, agg_b)
         # shrink: 2 combines; l_R and l_A together keep the same items, so agg_ra stays right
-        agg_a = load(buf, a & mask) if a != b else identity
-        store(buf, l & mask, combine(load(buf, l & mask), agg_ra))
-        store(buf, (a - 1) & mask, combine(load(buf, (a - 1) & mask), agg_a))
+        agg_a = load(buf, u(a & mask)) if a != b else identity
+        store(buf, u(l & mask), combine(load(buf, u(l & mask)), agg_ra))
+        store(buf, u((a - 1) & mask), combine(load(buf, u((a - 1) & mask)), agg_a))
         return (mask, f, e, l + 1, r, a - 1, b, agg_ra, agg_b)
 
     fixup = jit(fixup)
 
     def insert(buf, st, value):
         mask, f, e, l, r, a, b, agg_ra, agg_b = st
-        store(buf, e & mask, value)
+        store(buf, u(e & mask), value)
         # aggB is updated before fixup, because a flip hands it over to aggRA
         return fixup(buf, (mask, f, e + 1, l, r, a, b, agg_ra, combine(agg_b, value)))
 
@@ -52,7 +53,7 @@ def build(ops):
 
     def query(buf, st):
         mask, f, e, l, r, a, b, agg_ra, agg_b = st
-        front_agg = load(buf, f & mask) if f != b else identity
+        front_agg = load(buf, u(f & mask)) if f != b else identity
         return combine(front_agg, agg_b)
 
     def grow(buf, st):

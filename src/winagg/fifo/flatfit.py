@@ -40,6 +40,7 @@ def build(ops):
     stack are int64 numpy arrays in both modes.
     """
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index  # positions and stack depths are never negative: unsigned indices, no wraparound test
 
     def new_bufs(cap):
         # the stack holds at most one entry per position of the window
@@ -47,35 +48,45 @@ def build(ops):
 
     new_bufs = ops.jit_call(new_bufs)
 
-    def chain_fold(partials, items, pointers, stack, mask, pos_from, pos_to):
-        if pos_to <= pos_from:
-            return identity
-        depth = 0
-        pos = pos_from
-        while pos < pos_to:
-            stack[depth] = pos
-            depth += 1
-            slot = pos & mask
-            nxt = pointers[slot]
-            if nxt > pos_to:  # the run reaches past the range: restart it as the lone item
-                store(partials, slot, load(items, slot))
-                nxt = pos + 1
-                pointers[slot] = nxt
-            pos = nxt
-        # unwind: the newest run first; every run between it and the first now ends at pos_to
-        depth -= 1
-        answer = load(partials, stack[depth] & mask)
-        while depth > 1:
-            depth -= 1
-            slot = stack[depth] & mask
-            answer = combine(load(partials, slot), answer)
-            store(partials, slot, answer)
-            pointers[slot] = pos_to
-        if depth == 1:  # the oldest run: combined, not written back (the paper's startInd)
-            answer = combine(load(partials, stack[0] & mask), answer)
-        return answer
+    def chain_folder(bounded):
+        """The chain fold; ``bounded`` for ranges that may end before the window does."""
 
-    chain_fold = jit(chain_fold)
+        def chain_fold(partials, items, pointers, stack, mask, pos_from, pos_to):
+            if pos_to <= pos_from:
+                return identity
+            depth = 0
+            pos = pos_from
+            while pos < pos_to:
+                stack[u(depth)] = pos
+                depth += 1
+                slot = u(pos & mask)
+                nxt = pointers[slot]
+                # A run reaches past the range only when the range ends before the window: every
+                # pointer is at most the window's end. Such a run restarts as the lone item.
+                if bounded and nxt > pos_to:
+                    store(partials, slot, load(items, slot))
+                    nxt = pos + 1
+                    pointers[slot] = nxt
+                pos = nxt
+            # unwind: the newest run first; every run between it and the first now ends at pos_to
+            depth -= 1
+            answer = load(partials, u(stack[u(depth)] & mask))
+            while depth > 1:
+                depth -= 1
+                slot = u(stack[u(depth)] & mask)
+                answer = combine(load(partials, slot), answer)
+                store(partials, slot, answer)
+                pointers[slot] = pos_to
+            if depth == 1:  # the oldest run: combined, not written back (the paper's startInd)
+                answer = combine(load(partials, u(stack[0] & mask)), answer)
+            return answer
+
+        return chain_fold
+
+    # The whole-window query is compiled into its caller (flat): its chain is two or three
+    # runs long in a sliding window, and a call passing the four buffers cost more than the walk.
+    window_fold = ops.jit_flat(chain_folder(False))
+    range_fold = jit(chain_folder(True))
 
     def init(capacity):
         cap = power_of_two_at_least(capacity)
@@ -83,7 +94,7 @@ def build(ops):
 
     def insert(bufs, st, value):
         mask, first, end = st
-        slot = end & mask
+        slot = u(end & mask)
         store(bufs[0], slot, value)
         store(bufs[1], slot, value)
         bufs[2][slot] = end + 1
@@ -98,10 +109,10 @@ def build(ops):
         return (mask, first + count, end)
 
     def query(bufs, st):
-        return chain_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], st[1], st[2])
+        return window_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], st[1], st[2])
 
     def range_query(bufs, st, pos_from, pos_to):
-        return chain_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], pos_from, pos_to)
+        return range_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], pos_from, pos_to)
 
     def grow(bufs, st):
         mask, first, end = st
@@ -115,9 +126,9 @@ def build(ops):
             grown[2][new] = pointers[old]
         return grown, (new_mask, first, end)
 
-    # The queries loop: they run as calls of their own without reference counting (ops.jit_loop).
+    # The range queries loop: they run as calls of their own without reference counting (ops.jit_loop).
     looping = ops.jit_loop
-    return RangeFuncs(jit(init), jit(insert), jit(evict), looping(query), ops.jit_call(grow), jit(bulk_evict),
+    return RangeFuncs(jit(init), jit(insert), jit(evict), jit(query), ops.jit_call(grow), jit(bulk_evict),
                         looping(range_query))
 
 

@@ -10,6 +10,7 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst 
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: (vals, aggs); st: (mask, F, E, B). [F, B) is the front stack, whose aggs
@@ -21,9 +22,9 @@ def build(ops):
     def insert(bufs, st, value):
         vals, aggs = bufs
         mask, front, end, back = st
-        back_agg = load(aggs, (end - 1) & mask) if back != end else identity
-        store(vals, end & mask, value)
-        store(aggs, end & mask, combine(back_agg, value))
+        back_agg = load(aggs, u((end - 1) & mask)) if back != end else identity
+        store(vals, u(end & mask), value)
+        store(aggs, u(end & mask), combine(back_agg, value))
         return (mask, front, end + 1, back)
 
     def evict(bufs, st):
@@ -33,8 +34,8 @@ def build(ops):
             acc = identity
             pos = end - 1
             while pos >= front:
-                acc = combine(load(vals, pos & mask), acc)
-                store(aggs, pos & mask, acc)
+                acc = combine(load(vals, u(pos & mask)), acc)
+                store(aggs, u(pos & mask), acc)
                 pos -= 1
             back = end
         return (mask, front + 1, end, back)
@@ -42,8 +43,8 @@ def build(ops):
     def query(bufs, st):
         vals, aggs = bufs
         mask, front, end, back = st
-        front_agg = load(aggs, front & mask) if front != back else identity
-        back_agg = load(aggs, (end - 1) & mask) if back != end else identity
+        front_agg = load(aggs, u(front & mask)) if front != back else identity
+        back_agg = load(aggs, u((end - 1) & mask)) if back != end else identity
         return combine(front_agg, back_agg)
 
     def grow(bufs, st):

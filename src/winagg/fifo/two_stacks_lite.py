@@ -10,6 +10,7 @@ INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst 
 
 def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: one buffer; st: (mask, F, E, B, aggB).
@@ -19,18 +20,18 @@ def build(ops):
 
     def insert(buf, st, value):
         mask, front, end, back, agg_back = st
-        store(buf, end & mask, value)
+        store(buf, u(end & mask), value)
         return (mask, front, end + 1, back, combine(agg_back, value))
 
     def flip(buf, mask, front, end):
         # Right-to-left suffix scan, older on the left. The running suffix stays in a
         # local rather than being re-read from the slot just written.
         pos = end - 1
-        suffix = load(buf, pos & mask)
+        suffix = load(buf, u(pos & mask))
         while pos != front:
             pos -= 1
-            suffix = combine(load(buf, pos & mask), suffix)
-            store(buf, pos & mask, suffix)
+            suffix = combine(load(buf, u(pos & mask)), suffix)
+            store(buf, u(pos & mask), suffix)
 
     flip = ops.jit(flip)
 
@@ -44,7 +45,7 @@ def build(ops):
 
     def query(buf, st):
         mask, front, end, back, agg_back = st
-        front_agg = load(buf, front & mask) if front != back else identity
+        front_agg = load(buf, u(front & mask)) if front != back else identity
         return combine(front_agg, agg_back)
 
     def grow(buf, st):
