@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import pickle
 import random
 from pathlib import Path
 
+import cloudpickle
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -73,6 +75,7 @@ def test_one_key_fed_out_of_order_gives_every_window_as_brute_force():
         on_time += batch
         frame = pd.DataFrame({"v": [e[3] for e in batch]})
         closed.append(windows.step(frame, np.array([e[2] * MINUTE for e in batch], np.int64), watermark))
+        windows = pickle.loads(cloudpickle.dumps(windows)).bind(outputs)  # as Spark's state store keeps it
         watermark = max(watermark, max(e[2] for e in batch) * MINUTE - 30 * MINUTE)
     closed.append(windows.step(None, None, math.inf))
     got = pa.concat_tables([t for t in closed if t is not None]).to_pylist()

@@ -68,10 +68,12 @@ class _CompiledTree:
         return out
 
     def __getstate__(self):
+        # The description (compiled functions) is not state: HoppingWindows.bind gives it back.
         # A tree keeps the node pool of the largest batch it held: pickle one sized for its entries.
         from ..window import compact_kernel
 
         state = dict(self.__dict__)
+        state.pop("spec")
         if self.bufs is not None and self.st[0] > 2 * self.st[2] + 64:
             state["bufs"], state["st"] = compact_kernel(self.spec, "float64")(self.bufs, self.st,
                                                                               self.entry_times.astype(np.float64))
@@ -123,6 +125,23 @@ class HoppingWindows:
         # rows of one pane combine into one entry only if their order does not matter
         rounding = self.pane if monoid.commutative else 1
         return _CompiledTree(spec, rounding) if spec is not None else _PythonTree(monoid, rounding)
+
+    def __getstate__(self):
+        # What a key keeps between micro-batches: trees, panes and counters, not the outputs'
+        # descriptions (the same for every key): bind(outputs) after unpickling.
+        state = dict(self.__dict__)
+        state.pop("outputs")
+        return state
+
+    def bind(self, outputs: Sequence[Output]) -> "HoppingWindows":
+        """Give an unpickled state its outputs (those it was made with) back; returns it."""
+        self.outputs = list(outputs)
+        for tree, output in zip(self.trees, self.outputs):
+            if isinstance(tree, _CompiledTree):
+                tree.spec = _compiled_spec(output.monoid)
+        for tree in self.non_null.values():
+            tree.spec = _compiled_spec(aggregations.get("count"))
+        return self
 
     def __len__(self) -> int:
         """Entries held (panes with rows that an open window still covers)."""

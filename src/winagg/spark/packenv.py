@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,17 +96,36 @@ def _copy_distribution(dist, target: Path) -> int:
     return copied
 
 
-def _copy_winagg(target: Path, numba_cache: bool) -> int:
-    """The winagg package as files (whether installed editable or not)."""
+#: What the kernels of ``winagg pipeline`` (batch and stream) are compiled by, in a fresh process.
+WARM_UP = ("from winagg.spark.pipeline import PipelineConfig, warm_up; "
+           "warm_up(PipelineConfig(stream=False)); warm_up(PipelineConfig(stream=True))")
+_CACHE_LINE = re.compile(r"\[cache\] (?:index|data) (?:loaded from|saved to) '([^']+)'")
+
+
+def pipeline_cache_files() -> set:
+    """numba's cache files (index and data) of the pipeline's kernels, compiled here first if missing.
+
+    A fresh process runs the pipeline's warm-up with NUMBA_DEBUG_CACHE=1, which
+    names every cache file it loads or writes: just those ship, not every kernel
+    this machine ever compiled.
+    """
+    done = subprocess.run([sys.executable, "-c", WARM_UP], env=dict(os.environ, NUMBA_DEBUG_CACHE="1"),
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise PackEnvError(f"compiling the pipeline's kernels failed:\n{done.stderr[-3000:]}")
+    return {os.path.realpath(path) for path in _CACHE_LINE.findall(done.stdout + done.stderr)}
+
+
+def _copy_winagg(target: Path, cache_files: set) -> int:
+    """The winagg package as files (whether installed editable or not), with ``cache_files`` of its caches."""
     import winagg
 
     source = Path(winagg.__file__).parent
-    kept = ("*.nbi", "*.nbc") if numba_cache else ()
 
     def ignore(folder, names):
         if Path(folder).name == "__pycache__":
-            return [n for n in names if not any(Path(n).match(p) for p in kept)]
-        return [n for n in names if n == "__pycache__" and not kept]
+            return [n for n in names if os.path.realpath(os.path.join(folder, n)) not in cache_files]
+        return [n for n in names if n == "__pycache__" and not cache_files]
 
     shutil.copytree(source, target / "winagg", ignore=ignore, dirs_exist_ok=True)
     return sum(p.stat().st_size for p in (target / "winagg").rglob("*") if p.is_file())
@@ -116,9 +136,11 @@ def pack_environment(output: str, *, extras: Iterable[str] = ("spark",), compres
                      workdir: Optional[str] = None) -> dict:
     """Build the archive ``output`` (``.tar.gz``); returns facts: path, bytes, seconds, distributions.
 
-    ``numba_cache`` also ships this machine's compiled kernels (numba's disk cache
-    next to winagg's sources): executors on the same kind of processor load them
-    instead of compiling.
+    ``numba_cache`` also ships the compiled kernels of ``winagg pipeline`` (numba's
+    disk cache next to winagg's sources, compiled here first if missing):
+    executors on the same kind of processor load them instead of compiling them
+    in every new application. numba checks each cache against its source file's
+    modification time, which the copy and the archive keep.
     """
     import venv_pack
 
@@ -129,17 +151,18 @@ def pack_environment(output: str, *, extras: Iterable[str] = ("spark",), compres
     if not out.name.endswith((".tar.gz", ".tgz", ".zip", ".tar")):
         raise PackEnvError(f"output {str(out)!r} must end in .tar.gz, .tgz, .tar or .zip")
     distributions = [d for d in required_distributions(extras=extras) if _canonical(d.metadata["Name"]) != "winagg"]
+    cache_files = pipeline_cache_files() if numba_cache else set()
     with tempfile.TemporaryDirectory(prefix="winagg-env-", dir=workdir) as scratch:
         prefix = Path(scratch) / "environment"
         venv.EnvBuilder(with_pip=False, symlinks=True).create(prefix)
         site = _site_packages(prefix)
         copied = sum(_copy_distribution(d, site) for d in distributions)
-        copied += _copy_winagg(site, numba_cache)
+        copied += _copy_winagg(site, cache_files)
         if out.exists():
             out.unlink()
         venv_pack.pack(prefix=str(prefix), output=str(out), compress_level=compress_level,
                        python_prefix=python_prefix)
-    return {"path": str(out), "bytes": out.stat().st_size, "installed_bytes": copied,
+    return {"path": str(out), "bytes": out.stat().st_size, "installed_bytes": copied, "cache_files": len(cache_files),
             "seconds": time.perf_counter() - started,
             "distributions": sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions)}
 

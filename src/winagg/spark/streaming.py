@@ -261,9 +261,9 @@ def _hopping_processor_class():
             self.state = handle.getValueState("windows", "blob binary")
 
         def _load(self) -> "HoppingWindows":
-            if self.state.exists():
-                return pickle.loads(zlib.decompress(self.state.get()[0]))
             c = self.config
+            if self.state.exists():
+                return pickle.loads(zlib.decompress(self.state.get()[0])).bind(c["outputs"])
             return HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"])
 
         def _step(self, key, windows, events, times, watermark_ms) -> Iterator[pd.DataFrame]:
