@@ -35,6 +35,9 @@ from typing import Any, Callable, NamedTuple
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..layout import PYTHON
 
@@ -104,6 +107,39 @@ def _never_inlined(fn):
                          _dbg_extend_lifetimes=False)
 
 
+def _prefetch_slot(context, builder, array_type, array, index):
+    if array_type.ndim != 1:
+        return  # rows of vector partials: no hint
+    data = context.make_array(array_type)(context, builder, array).data
+    address = builder.bitcast(builder.gep(data, [index]), ir.IntType(8).as_pointer())
+    i32 = ir.IntType(32)
+    prefetch = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32]), "llvm.prefetch.p0")
+    builder.call(prefetch, [address, i32(0), i32(3), i32(1)])  # a read, kept in every cache level
+
+
+@intrinsic
+def _prefetch(typingctx, buffer, index):
+    """Ask for slot ``index`` of a 1-D buffer (or of every array of a tuple of them) to be cached.
+
+    A hint, never a fault: the in-order evict names the node it will read a round or two later.
+    """
+    def codegen(context, builder, signature, args):
+        buffer_type = signature.args[0]
+        if isinstance(buffer_type, nb.types.BaseTuple):
+            for k, array_type in enumerate(buffer_type.types):
+                _prefetch_slot(context, builder, array_type, builder.extract_value(args[0], k), args[1])
+        else:
+            _prefetch_slot(context, builder, buffer_type, args[0], args[1])
+        return context.get_dummy_value()
+
+    return nb.types.void(buffer, index), codegen
+
+
+def _no_prefetch(buffer, index):
+    pass
+
+
 def _ints_py(n):
     return [0] * n
 
@@ -168,6 +204,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     # calls ``scalar`` first: LLVM vectorised them, and the setup cost more than the few items
     # they touch (the round ran about 1.3x slower).
     u, scalar = ops.index, ops.one_at_a_time
+    prefetch = _no_prefetch if python else _prefetch
     W = 2 * mu
     E = slots_per_node(mu)
     S = ints_per_node(mu)
@@ -721,6 +758,13 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         x = ints[LF]
         if FINGER and x != ints[ROOT] and ints[u(x * S + NK)] > MINK and ints[u(x * S + RSP)] == 0:
             drop_oldest_refold(b, x)  # a left-spine leaf: its aggregate is LEFT
+            # The finger's right sibling lends or merges an evict or two from now; in a large
+            # window nothing has touched it since it filled, and its entries were the round's
+            # slowest reads (cache misses). Asked for now, they arrive in time.
+            sibling = ints[u(ints[u(x * S + PAR)] * S + KID + 1)]
+            prefetch(b[KEYS], u(sibling * E))
+            prefetch(b[PARTS], u(sibling * E))
+            prefetch(ints, u(sibling * S + NK))
         else:
             evict_restructuring(b, x)
         return (st[0], st[1], st[2] - 1)
