@@ -90,6 +90,28 @@ class _KeyState:
         return done.reset_index(drop=True)
 
 
+def compile_kernels(outputs: Sequence[Output]) -> None:
+    """Compile (or load from numba's disk cache) every kernel the streaming windows of ``outputs`` run.
+
+    Called on the driver before a query starts: Spark's Python workers then load
+    the kernels from the disk cache instead of each compiling the same ones at the
+    same time (in local mode they share this machine's cache). Per-event and
+    hopping windows run the same kernels: FiBA's batch step over float64 times
+    and the compaction that pickling a state runs.
+    """
+    from ..window import batch_kernel, compact_kernel
+
+    specs = {s.key: s for s in [aggregations.get("count").compiled_for(np.dtype(np.float64))]
+             + [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
+                if isinstance(o.monoid, aggregations.Aggregation)] if s is not None}
+    empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
+    for spec in specs.values():
+        kernel, fresh = batch_kernel(spec, "float64")
+        bufs, st = fresh()
+        kernel(bufs, st, empty, empty, none, empty, empty, False, np.float64(0))
+        compact_kernel(spec, "float64")(bufs, st, empty)
+
+
 def _micros(times: pd.Series) -> np.ndarray:
     """Event times as int64 microseconds since the epoch (timestamps with or without a zone)."""
     values = pd.to_datetime(times, utc=True)
@@ -217,6 +239,7 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
+    compile_kernels(outputs)
     if slide is not None:
         return _hopping_stream(df, keys, order_by, range, slide, outputs, lateness)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
