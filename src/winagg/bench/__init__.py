@@ -29,6 +29,7 @@ EXPERIMENTS = {
     "fiba_flights": "winagg.bench.fiba_flights",
     "window": "winagg.bench.window",
     "spark": "winagg.bench.spark",
+    "stream": "winagg.bench.stream",
     "peers": "winagg.bench.peers",
 }
 
