@@ -13,5 +13,5 @@ sys.path.insert(0, os.path.dirname(__file__))
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
 settings.register_profile("default", max_examples=6, stateful_step_count=25, **_COMMON)
-settings.register_profile("deep", max_examples=300, stateful_step_count=80, **_COMMON)
+settings.register_profile("deep", max_examples=60, stateful_step_count=50, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -51,6 +51,9 @@ def window_machine(make_aggregator, monoid, out_of_order: bool = False):
             self.agg.insert(item, time)
             self.ref.insert(item, time)
 
+        # the oracle folds the whole window at every step: past ~30,000 items a step costs more
+        # than it finds
+        @precondition(lambda self: len(self.ref) < 30000)
         @rule(run=st.integers(1, 3000), seed=st.integers(0, 2**32 - 1), spread=st.integers(0, 3))
         def insert_many(self, run, seed, spread):
             rng = np.random.default_rng(seed)

@@ -107,13 +107,18 @@ def ship_by_value(monoid) -> None:
     Spark's driver starts for streaming state. Registered by value, its code goes
     along instead.
     """
-    from pyspark import cloudpickle
+    import cloudpickle
+    from pyspark import cloudpickle as spark_cloudpickle
 
     parts = [type(monoid)] + [getattr(monoid, name, None) for name in ("combine", "lift", "lower", "inverse")]
     for part in parts:
         module = sys.modules.get(getattr(part, "__module__", None) or "")
         if module is not None and not _installed(module):
-            cloudpickle.register_pickle_by_value(module)
+            # Spark's own copy pickles the job; a Monoid pickles its fields with the
+            # cloudpickle package (winagg.monoid): both must send the module by value.
+            for pickler in (spark_cloudpickle, cloudpickle):
+                if module.__name__ not in pickler.list_registry_pickle_by_value():
+                    pickler.register_pickle_by_value(module)
 
 
 def _outputs(df, aggs: Mapping[str, Any]) -> list:
