@@ -195,3 +195,46 @@ def test_m4_skips_nan_whatever_the_bracketing():
     right = m4.combine(items[0], m4.combine(items[1], m4.combine(items[2], items[3])))
     assert left[2:] == right[2:] == (1.0, 5.0)
     assert left[0] == 3.0 and left[1] == 5.0
+
+
+# ---------------------------------------------------------------- properties at the limits
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_offsets = st.lists(st.integers(0, 50), min_size=1, max_size=25)
+_near = st.sampled_from([INT64_MIN, INT64_MIN + 7, -(2**62), 0, 2**62, INT64_MAX - 200])
+_cells = st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.sampled_from([math.nan, math.inf, -math.inf, None]))
+
+
+def _by_hand(values, times, window, fold):
+    """The window ending at each row, by the definition: rows j <= i with t[i] - w < t[j] <= t[i]."""
+    out = []
+    for i in range(len(values)):
+        inside = [values[j] for j in range(i + 1) if times[i] - window < times[j] <= times[i]]
+        out.append(fold([v for v in inside if v is not None and not math.isnan(v)]))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(base=_near, steps=_offsets, window=st.integers(1, 2**63 - 1) | st.integers(1, 60),
+       cells=st.lists(_cells, min_size=25, max_size=25), shuffle=st.booleans())
+def test_times_near_int64_limits_give_the_windows_of_the_definition(base, steps, window, cells, shuffle):
+    times = [min(base + s, INT64_MAX) for s in np.cumsum(steps).tolist()]
+    if shuffle:
+        times = times[::-1]  # out of order: the finger B-tree's path
+    values = cells[:len(times)]
+    t = np.array(times, dtype=np.int64)
+    counts = winagg.rolling(values, window, "count", times=t).tolist()
+    assert counts == _by_hand(values, times, window, len)
+    highs = winagg.rolling(values, window, "max", times=t).tolist()
+    want = _by_hand(values, times, window, lambda xs: max(xs) if xs else math.nan)
+    assert all((math.isnan(w) and math.isnan(g)) or g == w for g, w in zip(highs, want))
+
+
+@settings(max_examples=30, deadline=None)
+@given(unit=st.sampled_from(["s", "ms", "us", "ns", "m", "h", "D"]), steps=_offsets, window=st.integers(1, 40))
+def test_a_numeric_window_counts_in_the_unit_of_datetime_times(unit, steps, window):
+    ticks = np.cumsum(steps).astype(np.int64)
+    t = ticks.astype(f"datetime64[{unit}]")
+    got = winagg.rolling(np.ones(len(t)), window, "sum", times=t).tolist()
+    assert got == [float(c) for c in _by_hand([1.0] * len(t), ticks.tolist(), window, len)]
