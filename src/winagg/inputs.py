@@ -16,6 +16,7 @@ import math
 import numbers
 from typing import Optional, Tuple
 
+import numba as nb
 import numpy as np
 
 from .errors import InvalidTimeError
@@ -84,6 +85,21 @@ def describe_non_number(array: np.ndarray) -> str:
         if not _is_number_or_missing(x):
             return f"values[{row}] = {x!r} ({type(x).__name__})"
     return f"values have dtype {array.dtype}"
+
+
+@nb.njit(cache=True)
+def _extremes(values):
+    lo, hi = values[0], values[0]
+    for x in values:  # branch-free, so LLVM vectorises the pass
+        lo = min(lo, x)
+        hi = max(hi, x)
+    return lo, hi
+
+
+def largest_magnitude(values: np.ndarray) -> int:
+    """max |x| of a non-empty int64 array, exactly (a Python int; -2**63 included), in one pass."""
+    lo, hi = _extremes(values)
+    return max(int(hi), -int(lo))
 
 
 # ---------------------------------------------------------------- times

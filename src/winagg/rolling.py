@@ -8,7 +8,7 @@ import numpy as np
 
 from . import aggregations
 from .errors import OutOfOrderError
-from .inputs import as_times, describe_non_number, numeric_values, to_array
+from .inputs import as_times, describe_non_number, largest_magnitude, numeric_values, to_array
 from .kernels import count_kernel, time_kernel
 from .registry import check_monoid_fits, info, make
 
@@ -185,7 +185,7 @@ def _check_integer_sums(numeric, longest, run):
     """
     if numeric.shape[0] == 0:
         return
-    largest = max(int(numeric.max()), -int(numeric.min()))
+    largest = largest_magnitude(numeric)
     if largest * longest <= INT64_SUM_LIMIT:
         return
     sums = aggregations.get("sum")
