@@ -21,6 +21,7 @@ import types
 import numba as nb
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
+from numba.core.extending import _Intrinsic
 
 
 def _code_bytes(code: types.CodeType, out: list) -> None:
@@ -38,6 +39,9 @@ def _value_bytes(value, seen: set) -> bytes:
         return b"D" + function_digest(value.py_func, seen).encode() + repr(sorted(value.targetoptions.items())).encode()
     if isinstance(value, types.FunctionType):
         return b"F" + function_digest(value, seen).encode()
+    if isinstance(value, _Intrinsic):
+        # an intrinsic pickles with a per-process id: key it on its definition's code instead
+        return b"I" + function_digest(value._defn, seen).encode()
     try:
         return b"P" + pickle.dumps(value, protocol=4)
     except Exception:
