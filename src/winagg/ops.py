@@ -85,6 +85,14 @@ class Ops(NamedTuple):
     index: Callable = _as_is
     #: ``one_at_a_time(i)``, called first in a short loop's body: the loop stays scalar (compiled)
     one_at_a_time: Callable = _nothing
+    #: ``combine_into(out, a, b)``: writes ``combine(a, b)`` into the vector partial ``out``, which
+    #: may be ``a`` or ``b`` (rows of a buffer); None when partials are not vectors or the
+    #: aggregation gives none. A vector ``combine`` allocates its result, and an algorithm that
+    #: keeps its partials in rows (FlatFAT's nodes) can fold into them without that allocation.
+    combine_into: Optional[Callable] = None
+    #: like ``jit_loop`` (a call of its own without reference counting), for vector partials too:
+    #: only for a function that allocates nothing and returns no array (folds with ``combine_into``)
+    jit_no_alloc: Callable = _no_jit
 
 
 class Funcs(NamedTuple):
@@ -185,7 +193,8 @@ def compiled_ops(spec) -> Ops:
     vector = isinstance(spec.identity, np.ndarray)
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
                _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
-               _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time)
+               _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time,
+               getattr(spec, "combine_into", None) if vector else None, _njit_without_refcounts)
 
 
 @nb.njit(cache=True)

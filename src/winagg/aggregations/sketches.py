@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -19,6 +21,18 @@ import numpy as np
 from .. import jitcache
 from ..layout import vector_layout
 from .base import Aggregation, Compiled
+
+
+@dataclass(frozen=True)
+class CompiledSketch(Compiled):
+    """:class:`Compiled` plus ``combine_into(out, a, b)``, the combine written into a row.
+
+    A sketch's combine returns a new array; an algorithm that keeps partials in the rows
+    of a buffer folds into them with ``combine_into`` instead (``out`` may be ``a`` or
+    ``b``), so that an insert or evict allocates nothing (see :class:`winagg.ops.Ops`).
+    """
+
+    combine_into: Any = None
 
 _U = np.uint64
 _GOLDEN = _U(0x9E3779B97F4A7C15)
@@ -77,13 +91,31 @@ def _bitwise_or(a, b):
 
 
 @nb.njit(cache=True)
+def _bitwise_or_into(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] | b[i]
+
+
+@nb.njit(cache=True)
 def _elementwise_max(a, b):
     return np.maximum(a, b)
 
 
 @nb.njit(cache=True)
+def _elementwise_max_into(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] if a[i] >= b[i] else b[i]
+
+
+@nb.njit(cache=True)
 def _elementwise_add(a, b):
     return a + b
+
+
+@nb.njit(cache=True)
+def _elementwise_add_into(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + b[i]
 
 
 @nb.njit(cache=True)
@@ -203,8 +235,9 @@ class Bloom(Aggregation):
             def lower(filt):
                 return 1.0 if contains_key(filt, probe_key) else 0.0
 
-        self._spec = Compiled(f"bloom{bits}x{hashes}p{probe!r}", lift, _bitwise_or, lower, empty,
-                              vector_layout(bits // 64, np.uint64), np.float64)
+        self._spec = CompiledSketch(f"bloom{bits}x{hashes}p{probe!r}", lift, _bitwise_or, lower, empty,
+                                    vector_layout(bits // 64, np.uint64), np.float64,
+                                    combine_into=_bitwise_or_into)
         Aggregation._init_python(
             self, empty, _bitwise_or.py_func, _python_lift(lift_key, empty),
             lambda filt: BloomFilter(filt, hashes, contains_key, estimate), True, "bloom")
@@ -296,9 +329,9 @@ class CountMin(Aggregation):
             def lower(counts):
                 return np.float64(estimate_key(counts, probe_key))
 
-        self._spec = Compiled(f"countmin{width}x{depth}p{probe!r}", lift, _elementwise_add, lower, empty,
-                              vector_layout(width * depth, np.int64), np.float64, _elementwise_negate,
-                              exact_inverse=True)
+        self._spec = CompiledSketch(f"countmin{width}x{depth}p{probe!r}", lift, _elementwise_add, lower, empty,
+                                    vector_layout(width * depth, np.int64), np.float64, _elementwise_negate,
+                                    exact_inverse=True, combine_into=_elementwise_add_into)
         Aggregation._init_python(
             self, empty, _elementwise_add.py_func, _python_lift(lift_key, empty),
             lambda counts: CountMinSketch(counts, estimate_key), True, "countmin",
@@ -366,8 +399,9 @@ class HyperLogLog(Aggregation):
         super().__init__(precision=precision)
         lift_key, lift, estimate = _hll_kernels(precision)
         empty = np.zeros(1 << precision, np.uint8)
-        self._spec = Compiled(f"hll{precision}", lift, _elementwise_max, estimate, empty,
-                              vector_layout(1 << precision, np.uint8), np.float64)
+        self._spec = CompiledSketch(f"hll{precision}", lift, _elementwise_max, estimate, empty,
+                                    vector_layout(1 << precision, np.uint8), np.float64,
+                                    combine_into=_elementwise_max_into)
         Aggregation._init_python(
             self, empty, _elementwise_max.py_func, _python_lift(lift_key, empty),
             lambda regs: float(estimate(regs)), True, "hyperloglog")

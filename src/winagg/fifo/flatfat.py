@@ -70,6 +70,7 @@ def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
     alloc_empty = build_alloc_empty(ops)
+    into = ops.combine_into  # see refresh_path
 
     def new_tree(cap):
         return alloc_empty(2 * cap)
@@ -80,6 +81,12 @@ def build(ops):
         # Algorithm 1: every internal node from its children, bottom up (cap - 1 combines)
         for node in range(cap - 1, 0, -1):
             store(buf, node, combine(load(buf, 2 * node), load(buf, 2 * node + 1)))
+
+    if into is not None:
+
+        def rebuild(buf, cap):
+            for node in range(cap - 1, 0, -1):
+                into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
 
     rebuild = ops.jit_call(rebuild)
 
@@ -96,6 +103,19 @@ def build(ops):
 
     refresh_path = jit(refresh_path)
 
+    # Vector partials (sketches) with an in-place combine: every node is recomputed inside its
+    # own row and the query folds into the unused slot 0, so that an insert, an evict or a query
+    # allocates nothing (a combine returning a new 4096-bit filter per level cost more than the
+    # bit operations; FlatFAT's Bloom round ran at about half the C++ reference's rate).
+    if into is not None:
+
+        def refresh_path(buf, node, value):
+            while node > 1:
+                node >>= 1
+                into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
+
+        refresh_path = jit(refresh_path)
+
     def refresh_span(buf, lo, hi):
         # nodes lo..hi of one level changed: their parents form one span per level above
         while lo > 1:
@@ -103,6 +123,15 @@ def build(ops):
             hi >>= 1
             for node in range(lo, hi + 1):
                 store(buf, node, combine(load(buf, 2 * node), load(buf, 2 * node + 1)))
+
+    if into is not None:
+
+        def refresh_span(buf, lo, hi):
+            while lo > 1:
+                lo >>= 1
+                hi >>= 1
+                for node in range(lo, hi + 1):
+                    into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
 
     refresh_span = jit(refresh_span)
 
@@ -194,6 +223,39 @@ def build(ops):
         cap = mask + 1
         return combine(suffix(buf, cap + front), prefix(buf, cap + back))
 
+    if into is not None:
+
+        def query(buf, st):
+            mask, first, end = st
+            if first == end:
+                return identity
+            front = first & mask
+            back = (end - 1) & mask
+            if front <= back:
+                return load(buf, 1)
+            # suffix(front) (+) prefix(back), folded left to right into slot 0 (no node uses it):
+            # the suffix appends right siblings bottom up; the prefix's left siblings are
+            # appended top down, then its leaf
+            cap = mask + 1
+            acc = load(buf, 0)
+            node = cap + front
+            store(buf, 0, load(buf, node))
+            while node > 1:
+                if not node & 1:
+                    into(acc, acc, load(buf, node + 1))
+                node >>= 1
+            leaf = cap + back
+            shift = 0
+            while (leaf >> shift) > 1:
+                shift += 1
+            while shift > 0:
+                shift -= 1
+                above = leaf >> shift
+                if above & 1:
+                    into(acc, acc, load(buf, above - 1))
+            into(acc, acc, load(buf, leaf))
+            return acc
+
     def range_query(buf, st, pos_from, pos_to):
         mask = st[0]
         if pos_to <= pos_from:
@@ -284,7 +346,11 @@ def build(ops):
 
     # The entry points that loop run as calls of their own without reference counting (ops.jit_loop).
     looping = ops.jit_loop
-    return FlatFatFuncs(jit(init), looping(insert), looping(evict), looping(query), jit(grow), looping(bulk_evict),
+    # With an in-place combine, an insert or evict allocates nothing and returns only positions:
+    # no reference counting either (the atomic counts of each row view cost more than its bits).
+    # The query returns a row, which its caller owns a reference to: it keeps the runtime.
+    changing = ops.jit_no_alloc if into is not None else looping
+    return FlatFatFuncs(jit(init), changing(insert), changing(evict), looping(query), jit(grow), changing(bulk_evict),
                         looping(range_query), looping(bulk_insert), looping(write), ops.jit_call(write_many),
                         jit(shrink), ops.jit_call(compact))
 
