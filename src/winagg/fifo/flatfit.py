@@ -18,6 +18,20 @@ past b item by item instead of failing. With ranges that end at the window
 end (the paper's queries), the cost is the paper's: amortized <= 3 combines
 per slide for one query, one combine per query when all ranges 1..n run
 largest first.
+
+A fresh item is a run of one without being written as one: an insert stores
+only the item. A pointer at most its own position is left from an earlier
+occupant of the ring slot (every pointer is at most the window's end, and the
+window never spans more than the ring), and means "a run of one"; the
+aggregate of a run of one is its item, so ``partials`` holds only the runs
+that a query compressed. The last slot of the stack buffer keeps ``written``:
+one past the youngest position a query ever wrote a run for, so every position
+from there on is known to be a run of one without reading its pointer, and a
+query walks those positions without pushing them on the stack. At large
+windows every buffer a round touches is a stream through memory (the paper's
+periodic full-window compression included): an insert writes one stream
+instead of three, and that compression no longer reads pointers or goes
+through the stack.
 """
 
 from __future__ import annotations
@@ -43,8 +57,8 @@ def build(ops):
     u = ops.index  # positions and stack depths are never negative: unsigned indices, no wraparound test
 
     def new_bufs(cap):
-        # the stack holds at most one entry per position of the window
-        return alloc(cap), alloc(cap), np.zeros(cap, np.int64), np.zeros(cap + 1, np.int64)
+        # the stack holds at most one entry per position of the window, then ``written``
+        return alloc(cap), alloc(cap), np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
 
     new_bufs = ops.jit_call(new_bufs)
 
@@ -54,31 +68,59 @@ def build(ops):
         def chain_fold(partials, items, pointers, stack, mask, pos_from, pos_to):
             if pos_to <= pos_from:
                 return identity
+            last = u(stack.shape[0] - 1)
+            written = stack[last]
             depth = 0
             pos = pos_from
-            while pos < pos_to:
+            while pos < pos_to and pos < written:
                 stack[u(depth)] = pos
                 depth += 1
                 slot = u(pos & mask)
                 nxt = pointers[slot]
+                if nxt <= pos:  # left by the slot's earlier occupant: a fresh item, a run of one
+                    nxt = pos + 1
                 # A run reaches past the range only when the range ends before the window: every
                 # pointer is at most the window's end. Such a run restarts as the lone item.
                 if bounded and nxt > pos_to:
-                    store(partials, slot, load(items, slot))
                     nxt = pos + 1
                     pointers[slot] = nxt
                 pos = nxt
-            # unwind: the newest run first; every run between it and the first now ends at pos_to
-            depth -= 1
-            answer = load(partials, u(stack[u(depth)] & mask))
-            while depth > 1:
+            # Unwind, the newest run first: every run between it and the oldest (pos_from, the
+            # paper's startInd, combined but not written back) now ends at pos_to. Positions
+            # tail .. pos_to - 1 (none if tail == pos_to) are runs of one, walked without the stack;
+            # a run on the stack is one item exactly when the next run starts right after it.
+            tail = pos
+            if tail < pos_to:
+                run = pos_to - 1
+                answer = load(items, u(run & mask))
+                if run - 1 > pos_from and run - 1 >= tail and run > written:
+                    written = run  # the youngest run written below
+                while run > tail:
+                    run -= 1
+                    slot = u(run & mask)
+                    answer = combine(load(items, slot), answer)
+                    if run != pos_from:
+                        store(partials, slot, answer)
+                        pointers[slot] = pos_to
+                later = tail
+            else:
                 depth -= 1
-                slot = u(stack[u(depth)] & mask)
-                answer = combine(load(partials, slot), answer)
-                store(partials, slot, answer)
-                pointers[slot] = pos_to
-            if depth == 1:  # the oldest run: combined, not written back (the paper's startInd)
-                answer = combine(load(partials, u(stack[0] & mask)), answer)
+                later = stack[u(depth)]
+                slot = u(later & mask)
+                answer = load(items, slot) if later + 1 == pos_to else load(partials, slot)
+            if depth > 0:
+                while depth > 1:
+                    depth -= 1
+                    run = stack[u(depth)]
+                    slot = u(run & mask)
+                    answer = combine(load(items, slot) if run + 1 == later else load(partials, slot), answer)
+                    store(partials, slot, answer)
+                    pointers[slot] = pos_to
+                    later = run
+                run = stack[0]
+                slot = u(run & mask)
+                answer = combine(load(items, slot) if run + 1 == later else load(partials, slot), answer)
+            stack[last] = written
             return answer
 
         return chain_fold
@@ -94,10 +136,7 @@ def build(ops):
 
     def insert(bufs, st, value):
         mask, first, end = st
-        slot = u(end & mask)
-        store(bufs[0], slot, value)
-        store(bufs[1], slot, value)
-        bufs[2][slot] = end + 1
+        store(bufs[1], u(end & mask), value)  # a run of one: its pointer and partial are implied
         return (mask, first, end + 1)
 
     def evict(bufs, st):
@@ -119,7 +158,9 @@ def build(ops):
         partials, items, pointers, stack = bufs
         new_mask = 2 * mask + 1
         grown = new_bufs(new_mask + 1)
-        for pos in range(first, end):  # pointers are absolute positions: copied unchanged
+        grown[3][grown[3].shape[0] - 1] = stack[stack.shape[0] - 1]
+        # pointers are absolute positions: copied unchanged (one at most its position stays so)
+        for pos in range(first, end):
             old, new = pos & mask, pos & new_mask
             store(grown[0], new, load(partials, old))
             store(grown[1], new, load(items, old))
