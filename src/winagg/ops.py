@@ -197,6 +197,15 @@ def compiled_ops(spec) -> Ops:
                getattr(spec, "combine_into", None) if vector else None, _njit_without_refcounts)
 
 
+def flat_unless_vector(ops: Ops) -> Callable:
+    """``ops.jit_flat`` for scalar and tuple partials, ``ops.jit_loop`` for vector ones.
+
+    For an in-order operation that holds a rare loop (a flip): flat, it runs with neither a
+    call nor reference counting; a vector combine allocates, so there it stays a call.
+    """
+    return ops.jit_loop if ops.jit_flat is ops.jit else ops.jit_flat
+
+
 @nb.njit(cache=True)
 def power_of_two_at_least(n):
     """Smallest power of two that is >= max(n, 2) (compiled, so kernels can call it)."""

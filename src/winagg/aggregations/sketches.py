@@ -155,8 +155,12 @@ def _bloom_kernels(bits, hashes):
 
     @jitcache.njit
     def lift_key(key):
+        # the bits of bit_positions, set as they are made: the filter is the lift's one allocation
         filt = np.zeros(words, np.uint64)
-        for bit in bit_positions(key):
+        h = _U(key)
+        for k in range(hashes):
+            h = mix64(h + _GOLDEN * _U(k + 1))
+            bit = h % nbits
             filt[bit >> _U(6)] |= _U(1) << (bit & _U(63))
         return filt
 

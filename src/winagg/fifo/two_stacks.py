@@ -2,7 +2,7 @@
 prefix aggregates on one ring buffer; an eviction from an empty front stack flips the back
 stack over in one O(n) pass. Amortized O(1), worst case O(n)."""
 
-from ..ops import Funcs, build_regrow, power_of_two_at_least
+from ..ops import Funcs, build_regrow, flat_unless_vector, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="2n",
             paper="003")
@@ -52,5 +52,5 @@ def build(ops):
         new_bufs = (regrow(bufs[0], mask, front, end), regrow(bufs[1], mask, front, end))
         return new_bufs, (2 * mask + 1, front, end, back)
 
-    # evict holds the flip loop: see two_stacks_lite for why it is a call of its own.
-    return Funcs(jit(init), jit(insert), ops.jit_loop(evict), jit(query), jit(grow))
+    # evict holds the flip loop: see two_stacks_lite for how it is compiled.
+    return Funcs(jit(init), jit(insert), flat_unless_vector(ops)(evict), jit(query), jit(grow))
