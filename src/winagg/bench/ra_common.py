@@ -31,14 +31,19 @@ def record(experiment: str, settings: dict) -> dict:
     return dict(common.machine_info(), command=common.command_line(experiment, settings))
 
 
-def line_png(panels: list, path: Path, xlog: bool = True, ylog: bool = True) -> None:
-    """``panels``: list of ``(title, xlabel, ylabel, {label: (xs, ys)})``, one subplot each."""
+def line_png(panels: list, path: Path, xlog: bool = True, ylog: bool = True, columns: int = 0) -> None:
+    """``panels``: list of ``(title, xlabel, ylabel, {label: (xs, ys)})``, one subplot each, in rows of
+    ``columns`` subplots (0: one row)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.6 * len(panels), 3.8), layout="constrained")
+    columns = columns or len(panels)
+    rows = -(-len(panels) // columns)
+    fig = Figure(figsize=(4.6 * columns, 3.8 * rows), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, (title, xlabel, ylabel, lines) in zip(axes, panels):
         for label, (xs, ys) in lines.items():
             if len(xs):

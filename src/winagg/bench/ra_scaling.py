@@ -214,25 +214,31 @@ def run(args) -> int:
             bar.set_postfix_str(agg)
             rows += _per_item(cfg, agg, extra, bar) + _firings(cfg, agg, extra, bar) + _oscillating(cfg, agg, extra, bar)
     common.write_csv(out / "ra_scaling.csv", rows, COLUMNS)
+    plot(rows, cfg["aggs"], out / "ra_scaling.png")
+    print(f"wrote {out / 'ra_scaling.csv'} and {out / 'ra_scaling.png'}")
+    return 0
+
+
+def plot(rows: list, aggs, path: Path) -> None:
+    """ra_scaling.png from the CSV rows: a row of three panels per aggregation."""
     panels = []
-    for agg in cfg["aggs"]:
+    for agg in aggs:
         pick = lambda part, key, val: [r for r in rows if r["aggregation"] == agg and r["part"] == part  # noqa: E731
                                        and r[key] == val]
         per_item = [r for r in rows if r["aggregation"] == agg and r["part"] == "per_item"]
-        panels.append((f"{agg}: (1,1)-change", "window n", "us per item",
+        panels.append((f"{agg}: (1,1)-change", "window n", "µs per item",
                        {"flatfat": ([r["window"] for r in per_item], [r["median_us_per_item"] for r in per_item])}))
         firing = [r for r in rows if r["aggregation"] == agg and r["part"] == "firing"]
         labels = {}
         for r in firing:
             n, m = r["window"], r["m"]
-            label = {1: "m=1", 4: "m=4", 64: "m=64", n // 16: "m=n/16", n // 4: "m=n/4", n: "m=n"}[m]
+            # a fixed m wins where it equals n/16 or n/4 (n = 16, 64, 256)
+            label = {n // 16: "m=n/16", n // 4: "m=n/4", n: "m=n", 1: "m=1", 4: "m=4", 64: "m=64"}[m]
             labels.setdefault(label, ([], []))
             labels[label][0].append(n)
             labels[label][1].append(r["median_us_per_item"])
-        panels.append((f"{agg}: firings of m changes", "window n", "us per tuple", labels))
+        panels.append((f"{agg}: firings of m changes", "window n", "µs per tuple", labels))
         osc = {mode: ([r["window"] for r in pick("oscillating", "mode", mode)],
                       [r["median_us_per_item"] for r in pick("oscillating", "mode", mode)]) for mode in ("fixed", "osc.")}
-        panels.append((f"{agg}: capacity fixed vs oscillating", "window n", "us per operation", osc))
-    ra_common.line_png(panels, out / "ra_scaling.png", ylog=False)
-    print(f"wrote {out / 'ra_scaling.csv'} and {out / 'ra_scaling.png'}")
-    return 0
+        panels.append((f"{agg}: capacity fixed vs oscillating", "window n", "µs per operation", osc))
+    ra_common.line_png(panels, path, ylog=False, columns=3)
