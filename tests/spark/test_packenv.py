@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import random
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pandas as pd
 import pytest
 
 import standalone
-from winagg.spark.packenv import PackEnvError, pack_environment, required_distributions
+from winagg.spark.packenv import PackEnvError, pack_environment, required_distributions, shipped_conf
 from winagg.spark.pipeline import PipelineConfig, run
 
 PROBE = Path(__file__).with_name("shipped_probe.py")
@@ -65,11 +66,33 @@ def test_archive_holds_winagg_and_what_it_needs_but_not_pyspark(archive):
         pack_environment(str(archive))
 
 
-@pytest.mark.skip(reason="fails on a fresh clone; the standalone-cluster work of issue 19 is open")
+def test_shipped_conf_points_the_executors_at_the_archive_and_links_the_driver_its_own_python(tmp_path, monkeypatch):
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYSPARK_PYTHON", "unchanged")
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+    conf = shipped_conf(str(archive))
+    assert conf == {"spark.archives": f"{archive.resolve()}#environment"}
+    assert os.environ["PYSPARK_PYTHON"] == "./environment/bin/python"
+    # a streaming query's planning runs ./environment/bin/python on the driver: this environment's
+    assert (tmp_path / "environment").resolve() == Path(sys.prefix).resolve()
+    assert shipped_conf(str(archive)) == conf  # again: the link stays
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "environment").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(PackEnvError, match="not a Python environment"):
+        shipped_conf(str(archive))
+    with pytest.raises(PackEnvError, match="does not exist"):
+        shipped_conf(str(tmp_path / "missing.tar.gz"))
+
+
 def test_executors_with_a_bare_python_run_winagg_from_the_shipped_environment(cluster, archive, tmp_path):
     result = tmp_path / "probe.json"
     done = subprocess.run([sys.executable, str(PROBE), cluster.master_url, str(archive), str(result)],
-                          env=standalone.driver_environment(), capture_output=True, text=True, timeout=900)
+                          env=standalone.driver_environment(), capture_output=True, text=True, timeout=900,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-5000:] + cluster.logs()
     report = json.loads(result.read_text())
     assert report["executors"] == 2
@@ -105,13 +128,13 @@ def flights_csv(tmp_path_factory):
 def _pipeline_on_cluster(cluster, archive, csv, out, *extra):
     command = [sys.executable, "-m", "winagg.cli", "pipeline", "--master", cluster.master_url, "--env-archive",
                str(archive), "--input", str(csv), "--output", str(out), "--by", "origin", "--no-progress", *extra]
-    done = subprocess.run(command, env=standalone.driver_environment(), capture_output=True, text=True, timeout=1200)
+    done = subprocess.run(command, env=standalone.driver_environment(), capture_output=True, text=True, timeout=1200,
+                          cwd=out.parent)
     assert done.returncode == 0, done.stderr[-5000:] + cluster.logs()
     assert f"on {cluster.master_url}" in done.stdout
     return pd.read_parquet(out / "by_origin").sort_values("flight").reset_index(drop=True)
 
 
-@pytest.mark.skip(reason="fails on a fresh clone; the standalone-cluster work of issue 19 is open")
 def test_pipeline_on_the_cluster_batch_and_stream_gives_the_local_rows(spark, cluster, archive, flights_csv,
                                                                       tmp_path):
     run(PipelineConfig(input=str(flights_csv), output=str(tmp_path / "local"), groupings=("origin",),

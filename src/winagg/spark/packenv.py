@@ -167,15 +167,45 @@ def pack_environment(output: str, *, extras: Iterable[str] = ("spark",), compres
             "distributions": sorted(f"{d.metadata['Name']}=={d.version}" for d in distributions)}
 
 
+#: The folder name the archive is unpacked as, in each executor's working directory (and linked on the driver).
+ALIAS = "environment"
+
+
+def _link_driver_environment(folder: Path) -> None:
+    """Make ``folder/ALIAS/bin/python`` this process's own Python environment.
+
+    A streaming ``transformWithStateInPandas`` query runs its processor once in a
+    Python process on the driver, at planning, with the executors' interpreter
+    path; relative to the driver's working directory that path must exist too.
+    """
+    link = folder / ALIAS
+    target = Path(sys.prefix)
+    if link.is_symlink():
+        if Path(os.readlink(link)) == target:
+            return
+        link.unlink()
+    elif link.exists():
+        if (link / "bin" / "python").exists():
+            return  # an unpacked environment the user put there
+        raise PackEnvError(f"{str(link)!r} exists and is not a Python environment: the driver needs that name "
+                           "for the shipped environment's interpreter; run from another directory")
+    link.symlink_to(target, target_is_directory=True)
+
+
 def shipped_conf(archive: str) -> dict:
     """Spark settings that run the executors' Python from ``archive`` (made by :func:`pack_environment`).
 
-    ``PYSPARK_PYTHON`` is set in this process (PySpark reads it when the
-    SparkContext starts); the driver keeps its own interpreter.
+    Call it before the session starts. ``PYSPARK_PYTHON`` is set in this
+    process (PySpark reads it when the SparkContext starts) to
+    ``./environment/bin/python``, where Spark unpacks the archive in every
+    executor's working directory. The driver keeps its own interpreter; in its
+    working directory, a link ``environment`` to this environment serves the
+    Python process that Spark starts on the driver to plan a streaming query.
     """
     path = Path(archive)
     if not path.is_file():
         raise PackEnvError(f"environment archive {archive!r} does not exist (make one with `winagg pack-env`)")
+    _link_driver_environment(Path.cwd())
     os.environ["PYSPARK_DRIVER_PYTHON"] = os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ["PYSPARK_PYTHON"] = "./environment/bin/python"
-    return {"spark.archives": f"{path.resolve()}#environment"}
+    os.environ["PYSPARK_PYTHON"] = f"./{ALIAS}/bin/python"
+    return {"spark.archives": f"{path.resolve()}#{ALIAS}"}
