@@ -619,7 +619,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         repair(b, x, hit_left, hit_right)
         return state(b)
 
-    insert_inside = apart(insert_inside)
+    insert_inside = flat(insert_inside)
     insert_at = flat(insert_at)
 
     def youngest(b):
