@@ -17,6 +17,7 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.extending import intrinsic
 
 from .. import jitcache
 from ..layout import vector_layout
@@ -123,14 +124,23 @@ def _elementwise_negate(a):
     return -a
 
 
+@intrinsic
+def _ones(typingctx, word):
+    """The number of set bits of a uint64 (LLVM's ctpop: one instruction where the CPU has one)."""
+    def codegen(context, builder, signature, args):
+        ctpop = builder.module.declare_intrinsic("llvm.ctpop", [args[0].type])
+        return builder.call(ctpop, [args[0]])
+
+    return nb.types.uint64(nb.types.uint64), codegen
+
+
 @nb.njit(cache=True)
 def _popcount(words):
+    # Every compiled Bloom query lowers through this count (the distinct-item estimate): the
+    # bit-twiddling count it replaced cost about as much as the rest of a Two-Stacks Lite round.
     total = 0
     for w in words:
-        w = w - ((w >> _U(1)) & _U(0x5555555555555555))
-        w = (w & _U(0x3333333333333333)) + ((w >> _U(2)) & _U(0x3333333333333333))
-        w = (w + (w >> _U(4))) & _U(0x0F0F0F0F0F0F0F0F)
-        total += np.int64((w * _U(0x0101010101010101)) >> _U(56))
+        total += np.int64(_ones(w))
     return total
 
 

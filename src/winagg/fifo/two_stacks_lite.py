@@ -57,4 +57,69 @@ def build(ops):
     # evict; as a call of its own (ops.jit_loop) it cost the call, most of the round at window
     # 4096 (sum: 11.4 ns per round). Compiled without the runtime and inlined by LLVM
     # (ops.jit_flat) it costs neither: 6-8 ns.
+    if ops.combine_into is not None:
+        return _build_in_place(ops)
     return Funcs(jit(init), jit(insert), flat_unless_vector(ops)(evict), jit(query), jit(grow))
+
+
+def _build_in_place(ops):
+    """Two-Stacks Lite for vector partials with an in-place combine (sketches).
+
+    The same algorithm, with ``aggB`` and the query's answer kept in two rows after the
+    ring (``cap`` and ``cap + 1``) instead of in the state, and every combine written into
+    its row: a round allocates nothing, where each vector combine allocated its result
+    (about three per round, most of a Bloom round's time). ``aggB``'s row is read only
+    while the back stack holds items (``back != end``), so it is never reset.
+    """
+    into, identity, load, store, alloc, jit = ops.combine_into, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index
+
+    # bufs: the ring of cap rows, then aggB's row and the answer's; st: (mask, F, E, B).
+    def init(capacity):
+        cap = power_of_two_at_least(capacity)
+        return alloc(cap + 2), (cap - 1, 0, 0, 0)
+
+    def insert(buf, st, value):
+        mask, front, end, back = st
+        store(buf, u(end & mask), value)
+        if back == end:  # the back stack was empty: aggB is the item
+            store(buf, u(mask + 1), value)
+        else:
+            agg_back = load(buf, u(mask + 1))
+            into(agg_back, agg_back, value)
+        return (mask, front, end + 1, back)
+
+    def evict(buf, st):
+        mask, front, end, back = st
+        if front == back and back != end:
+            # the suffix scan, each slot folded into itself with the suffix after it
+            pos = end - 1
+            while pos != front:
+                pos -= 1
+                slot = load(buf, u(pos & mask))
+                into(slot, slot, load(buf, u((pos + 1) & mask)))
+            back = end
+        return (mask, front + 1, end, back)
+
+    def query(buf, st):
+        mask, front, end, back = st
+        if back == end:
+            return load(buf, u(front & mask)) if front != end else identity
+        if front == back:
+            return load(buf, u(mask + 1))
+        answer = load(buf, u(mask + 2))
+        into(answer, load(buf, u(front & mask)), load(buf, u(mask + 1)))
+        return answer
+
+    def grow(buf, st):
+        mask, front, end, back = st
+        new_mask = 2 * mask + 1
+        grown = alloc(new_mask + 3)
+        for pos in range(front, end):
+            store(grown, pos & new_mask, load(buf, pos & mask))
+        store(grown, new_mask + 1, load(buf, mask + 1))
+        return grown, (new_mask, front, end, back)
+
+    # insert and evict return positions only: calls without reference counting; the query
+    # returns a row, which its caller holds a reference to
+    return Funcs(jit(init), ops.jit_no_alloc(insert), ops.jit_no_alloc(evict), jit(query), ops.jit_call(grow))
