@@ -60,4 +60,92 @@ def build(ops):
         mask, f, e, l, r, a, b, agg_ra, agg_b = st
         return regrow(buf, mask, f, e), (2 * mask + 1, f, e, l, r, a, b, agg_ra, agg_b)
 
+    if ops.combine_into is not None:
+        return _build_in_place(ops)
     return Funcs(jit(init), jit(insert), jit(evict), jit(query), jit(grow))
+
+
+def _build_in_place(ops):
+    """DABA Lite for vector partials with an in-place combine (sketches).
+
+    The same algorithm, with ``aggRA``, ``aggB`` and the query's answer kept in rows after
+    the ring instead of in the state, and every combine written into its row: a round
+    allocates nothing, where each vector combine allocated its result. One more row holds
+    the identity, so that a row is reset or copied by a combine too (``x (+) identity``):
+    a plain row copy may allocate, and these functions run without the runtime.
+    """
+    into, identity, load, store, alloc, jit = ops.combine_into, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
+    u = ops.index
+
+    # bufs: the ring of cap rows, then the rows IDENTITY, aggRA, aggB and the answer
+    # (cap + 0 .. cap + 3); st: (mask, F, E, L, R, A, B).
+    def new_buf(cap):
+        buf = alloc(cap + 4)
+        for row in range(cap, cap + 4):
+            store(buf, row, identity)
+        return buf
+
+    new_buf = ops.jit_call(new_buf)
+
+    def init(capacity):
+        cap = power_of_two_at_least(capacity)
+        return new_buf(cap), (cap - 1, 0, 0, 0, 0, 0, 0)
+
+    def fixup(buf, st):
+        mask, f, e, l, r, a, b = st
+        none = load(buf, u(mask + 1))
+        agg_ra = load(buf, u(mask + 2))
+        agg_b = load(buf, u(mask + 3))
+        if f == b:  # singleton (or empty)
+            into(agg_ra, none, none)
+            into(agg_b, none, none)
+            return (mask, f, e, e, e, e, e)
+        if l == b:  # flip: old l_B becomes l_R, and l_A is empty
+            l = f
+            a = e
+            b = e
+            into(agg_ra, agg_b, none)
+            into(agg_b, none, none)
+        if l == r:  # shift; aggRA goes stale on purpose: it is unread until the next flip
+            return (mask, f, e, l + 1, r + 1, a + 1, b)
+        # shrink: 2 combines; l_R and l_A together keep the same items, so aggRA stays right
+        slot = load(buf, u(l & mask))
+        into(slot, slot, agg_ra)
+        if a != b:  # else aggA is the identity and the slot stays as it is
+            slot = load(buf, u((a - 1) & mask))
+            into(slot, slot, load(buf, u(a & mask)))
+        return (mask, f, e, l + 1, r, a - 1, b)
+
+    fixup = jit(fixup)
+
+    def insert(buf, st, value):
+        mask, f, e, l, r, a, b = st
+        store(buf, u(e & mask), value)
+        agg_b = load(buf, u(mask + 3))
+        into(agg_b, agg_b, value)  # before fixup, because a flip hands it over to aggRA
+        return fixup(buf, (mask, f, e + 1, l, r, a, b))
+
+    def evict(buf, st):
+        mask, f, e, l, r, a, b = st
+        return fixup(buf, (mask, f + 1, e, l, r, a, b))
+
+    def query(buf, st):
+        mask, f, e, l, r, a, b = st
+        answer = load(buf, u(mask + 4))
+        front = load(buf, u(f & mask)) if f != b else load(buf, u(mask + 1))
+        into(answer, front, load(buf, u(mask + 3)))
+        return answer
+
+    def grow(buf, st):
+        mask, f, e, l, r, a, b = st
+        new_mask = 2 * mask + 1
+        grown = new_buf(new_mask + 1)
+        for pos in range(f, e):
+            store(grown, pos & new_mask, load(buf, pos & mask))
+        store(grown, new_mask + 2, load(buf, mask + 2))
+        store(grown, new_mask + 3, load(buf, mask + 3))
+        return grown, (new_mask, f, e, l, r, a, b)
+
+    # insert and evict return positions only: calls without reference counting; the query
+    # returns a row, which its caller holds a reference to
+    return Funcs(jit(init), ops.jit_no_alloc(insert), ops.jit_no_alloc(evict), jit(query), ops.jit_call(grow))
