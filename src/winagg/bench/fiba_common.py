@@ -283,28 +283,47 @@ def violin_png(samples: dict, title: str, ylabel: str, path: Path) -> None:
     plt.close(fig)
 
 
-def lines_png(rows: list, x: str, series: str, y: str, panels: str, title: str, path: Path, logx=True) -> None:
-    """Line plots of ``y`` against ``x``, one line per ``series`` value, one panel per ``panels`` value."""
+def lines_png(rows: list, x: str, series: str, y: str, panels: str, title: str, path: Path, logx=True,
+              xlabel: str = "", ylabel: str = "", logy=False) -> None:
+    """Line plots of ``y`` against ``x``, one line per ``series`` value, one panel per ``panels`` value
+    (titled with that value; ``title`` is the figure's).
+
+    The legend sits below the panels, so it hides no data; ``xlabel`` and ``ylabel`` default to the
+    column names.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
 
     keys = list(dict.fromkeys(r[panels] for r in rows))
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.8), squeeze=False)
+    names = list(dict.fromkeys(r[series] for r in rows))
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 4.2), squeeze=False)
     for ax, key in zip(axes[0], keys):
-        for name in dict.fromkeys(r[series] for r in rows if r[panels] == key):
+        for index, name in enumerate(names):
             pts = sorted((r[x], r[y]) for r in rows if r[panels] == key and r[series] == name and r.get(y) != "")
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=name)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=name,
+                        color=f"C{index % 10}")
         if logx:
             ax.set_xscale("log", base=2)
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        ax.set_title(f"{key}: {title}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
-    fig.tight_layout()
+        if logy:
+            ax.set_yscale("log")
+            plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="minor", labelsize="x-small")
+        ax.set_xlabel(xlabel or x)
+        ax.set_ylabel(ylabel or y)
+        ax.set_title(str(key), fontsize="medium")
+        ax.grid(True, which="both", alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}
+    fig.legend([handles[n] for n in names if n in handles], [n for n in names if n in handles],
+               loc="lower center", ncol=min(len(handles), 8), fontsize="small", frameon=False)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

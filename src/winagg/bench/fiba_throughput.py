@@ -112,11 +112,24 @@ def run(args) -> int:
                 bar.update(1)
             window = None  # free this window before the next one is built
     common.write_csv(out / "fiba_throughput.csv", rows, COLUMNS)
-    for sweep in cfg["sweeps"]:
-        part = [dict(r, panel=f"{r['aggregation']} {sweep}") for r in rows if r["sweep"] == sweep]
-        if part:
-            x = "bulk" if sweep.startswith("m_") else "distance"
-            fiba_common.lines_png(part, x, "algorithm", "median_mitems_s", "panel", "Mitems/s",
-                                  out / f"fiba_throughput_{sweep}.png")
+    plot(rows, cfg["sweeps"], out)
     print(f"wrote {out / 'fiba_throughput.csv'} and the PNGs")
     return 0
+
+
+#: Panel titles of each sweep (the paper's figure in brackets).
+SWEEP_TITLES = {"m_single": "in order, single inserts (Fig. 11)", "m_bulk": "in order, bulk inserts (Fig. 12)",
+                "d_m1024": "bulk insert of m = 1,024 at distance d (Fig. 13)",
+                "d_m1": "insert of m = 1 at distance d (Fig. 14)"}
+
+
+def plot(rows: list, sweeps, out: Path) -> None:
+    """fiba_throughput_SWEEP.png: million items/s (log) against m or d, one panel per aggregation."""
+    for sweep in sweeps:
+        part = [dict(r, panel=f"{r['aggregation']}, n = {int(r['window']):,}") for r in rows if r["sweep"] == sweep]
+        if part:
+            by_m = sweep.startswith("m_")
+            fiba_common.lines_png(part, "bulk" if by_m else "distance", "algorithm", "median_mitems_s", "panel",
+                                  SWEEP_TITLES.get(sweep, sweep), out / f"fiba_throughput_{sweep}.png",
+                                  xlabel="bulk size m" if by_m else "out-of-order distance d",
+                                  ylabel="million items/s (median)", logy=True)
