@@ -56,9 +56,13 @@ def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # positions and stack depths are never negative: unsigned indices, no wraparound test
 
+    into = ops.combine_into
+    extra = 0 if into is None else 1
+
     def new_bufs(cap):
         # the stack holds at most one entry per position of the window, then ``written``
-        return alloc(cap), alloc(cap), np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
+        # (with an in-place combine, one more partial after the ring: the whole-window answer)
+        return alloc(cap + extra), alloc(cap), np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
 
     new_bufs = ops.jit_call(new_bufs)
 
@@ -128,6 +132,68 @@ def build(ops):
     # The whole-window query is compiled into its caller (flat): its chain is two or three
     # runs long in a sliding window, and a call passing the four buffers cost more than the walk.
     window_fold = ops.jit_flat(chain_folder(False))
+
+    if into is not None:
+
+        def window_fold_in_place(partials, items, pointers, stack, mask, pos_from, pos_to):
+            # chain_fold for the whole window with vector partials (sketches): each run's
+            # new aggregate is combined straight into its row, and the answer into the row
+            # after the ring, instead of each combine allocating its result
+            if pos_to <= pos_from:
+                return identity
+            last = u(stack.shape[0] - 1)
+            written = stack[last]
+            depth = 0
+            pos = pos_from
+            while pos < pos_to and pos < written:
+                stack[u(depth)] = pos
+                depth += 1
+                nxt = pointers[u(pos & mask)]
+                if nxt <= pos:
+                    nxt = pos + 1
+                pos = nxt
+            answer_row = load(partials, u(mask + 1))
+            tail = pos
+            if tail < pos_to:
+                run = pos_to - 1
+                answer = load(items, u(run & mask))
+                if run - 1 > pos_from and run - 1 >= tail and run > written:
+                    written = run
+                while run > tail:
+                    run -= 1
+                    slot = u(run & mask)
+                    if run != pos_from:
+                        row = load(partials, slot)
+                        into(row, load(items, slot), answer)
+                        pointers[slot] = pos_to
+                        answer = row
+                    else:
+                        into(answer_row, load(items, slot), answer)
+                        answer = answer_row
+                later = tail
+            else:
+                depth -= 1
+                later = stack[u(depth)]
+                slot = u(later & mask)
+                answer = load(items, slot) if later + 1 == pos_to else load(partials, slot)
+            if depth > 0:
+                while depth > 1:
+                    depth -= 1
+                    run = stack[u(depth)]
+                    slot = u(run & mask)
+                    row = load(partials, slot)
+                    into(row, load(items, slot) if run + 1 == later else row, answer)
+                    pointers[slot] = pos_to
+                    answer = row
+                    later = run
+                run = stack[0]
+                slot = u(run & mask)
+                into(answer_row, load(items, slot) if run + 1 == later else load(partials, slot), answer)
+                answer = answer_row
+            stack[last] = written
+            return answer
+
+        window_fold = jit(window_fold_in_place)
     range_fold = jit(chain_folder(True))
 
     def init(capacity):
