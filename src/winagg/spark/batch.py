@@ -203,6 +203,8 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         whatever the number of windows a row lies in (see
         :mod:`winagg.spark.hopping`); ``slide`` need not divide ``size``.
 
+    Notes
+    -----
     Built-in aggregations of numbers run in numba kernels, any other monoid in
     plain Python; both carry their window from one Arrow batch to the next, so
     a task holds one window and one batch, not a whole key.
