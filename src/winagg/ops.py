@@ -89,12 +89,9 @@ class Ops(NamedTuple):
     #: may be ``a`` or ``b`` (rows of a buffer); None when partials are not vectors or the
     #: aggregation gives none. A vector ``combine`` allocates its result, and an algorithm that
     #: keeps its partials in rows (FlatFAT's nodes) can fold into them without that allocation.
+    #: A function folding vector partials in place still needs numba's runtime: compiled without
+    #: it, it never released the buffers its caller passed (64 MB kept per Bloom call at 2^16).
     combine_into: Optional[Callable] = None
-    #: how an algorithm compiles a function that folds vector partials in place with
-    #: ``combine_into`` and allocates nothing: an ordinary call, with reference counting. Without
-    #: the runtime, such a function never released the buffers its caller passed it, so each
-    #: rolling call kept its whole ring alive (64 MB a call for Bloom at window 2^16).
-    jit_no_alloc: Callable = _no_jit
 
 
 class Funcs(NamedTuple):
@@ -196,7 +193,7 @@ def compiled_ops(spec) -> Ops:
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
                _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
                _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time,
-               getattr(spec, "combine_into", None) if vector else None, _njit_call)
+               getattr(spec, "combine_into", None) if vector else None)
 
 
 def flat_unless_vector(ops: Ops) -> Callable:

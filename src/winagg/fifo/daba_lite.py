@@ -146,6 +146,5 @@ def _build_in_place(ops):
         store(grown, new_mask + 3, load(buf, mask + 3))
         return grown, (new_mask, f, e, l, r, a, b)
 
-    # insert and evict return positions only: calls without reference counting; the query
-    # returns a row, which its caller holds a reference to
-    return Funcs(jit(init), ops.jit_no_alloc(insert), ops.jit_no_alloc(evict), jit(query), ops.jit_call(grow))
+    # calls of their own: a vector partial's row views need the runtime's reference counting
+    return Funcs(jit(init), ops.jit_call(insert), ops.jit_call(evict), jit(query), ops.jit_call(grow))

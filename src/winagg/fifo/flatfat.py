@@ -344,13 +344,10 @@ def build(ops):
         rebuild(buf, cap)
         return (mask, first, to)
 
-    # The entry points that loop run as calls of their own without reference counting (ops.jit_loop).
+    # The entry points that loop run as calls of their own (ops.jit_loop): without reference
+    # counting for scalar and tuple partials, with it for vector ones, whose row views need it.
     looping = ops.jit_loop
-    # With an in-place combine, an insert or evict allocates nothing and returns only positions:
-    # no reference counting either (the atomic counts of each row view cost more than its bits).
-    # The query returns a row, which its caller owns a reference to: it keeps the runtime.
-    changing = ops.jit_no_alloc if into is not None else looping
-    return FlatFatFuncs(jit(init), changing(insert), changing(evict), looping(query), jit(grow), changing(bulk_evict),
+    return FlatFatFuncs(jit(init), looping(insert), looping(evict), looping(query), jit(grow), looping(bulk_evict),
                         looping(range_query), looping(bulk_insert), looping(write), ops.jit_call(write_many),
                         jit(shrink), ops.jit_call(compact))
 
