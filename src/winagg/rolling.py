@@ -9,7 +9,7 @@ import numpy as np
 from . import aggregations
 from .errors import OutOfOrderError
 from .inputs import as_times, describe_non_number, largest_magnitude, numeric_values, to_array
-from .kernels import count_kernel, time_kernel
+from .driver import compiled_driver, python_driver, row_plan, run, time_plan
 from .registry import check_monoid_fits, info, make
 
 if TYPE_CHECKING:
@@ -152,21 +152,21 @@ def _check_row_window(window):
 
 
 def _compiled_rolling(algo, spec, numeric, window, timed):
-    """Per-row results of an in-order algorithm over a built-in aggregation, in one kernel call."""
+    """Per-row results of an in-order algorithm over a built-in aggregation, in one driver call."""
     n = numeric.shape[0]
-    if timed is None:
-        # A row window never holds more rows than the input: allocate for that, not `window`.
-        rows = int(min(window, max(n, 1)))
-        out = count_kernel(algo, spec)(numeric, rows)
-    else:
-        rows = None
-        out = time_kernel(algo, spec)(numeric, *timed)
+    # A row window never holds more rows than the input: allocate for that, not `window`.
+    rows = int(min(window, max(n, 1))) if timed is None else None
+    out = _run_kernel(algo, spec, numeric, rows, timed)
     if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f":
         out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
     if spec.key in _INTEGER_SUMS and numeric.shape[0]:
         longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
         _check_integer_sums(numeric, longest, lambda spec, values: _run_kernel(algo, spec, values, rows, timed))
     return out
+
+
+def _plan(n, rows, timed):
+    return row_plan(n, rows) if timed is None else time_plan(*timed)
 
 
 #: Aggregations that add int64 values: their window sums are checked for overflow.
@@ -202,9 +202,9 @@ INT64_SUM_LIMIT = 2 ** 63 - 1
 
 
 def _run_kernel(algo, spec, numeric, rows, timed):
-    if timed is None:
-        return count_kernel(algo, spec)(numeric, rows)
-    return time_kernel(algo, spec)(numeric, *timed)
+    driver = compiled_driver(algo, spec)
+    plan = _plan(numeric.shape[0], rows, timed)
+    return run(driver, numeric, plan, driver.init(plan.room + 1))[0]
 
 
 def _window_starts(timed):
@@ -271,24 +271,20 @@ def _nan_where_no_values(out, valid, window, timed):
 
 
 def _python_rolling(algo, monoid, array, window, timed):
-    agg = make(algo.name, monoid)
-    positional = getattr(monoid, "positional", False)
-    results = []
-    for i, value in enumerate(array):
-        item = (value, i) if positional else value
-        if timed is None:
-            if len(agg) == window:
-                agg.evict()
-            if algo.order == "fifo":
-                agg.insert(item)
-            else:  # an out-of-order aggregator needs times: the row number
-                agg.insert(item, i)
-        else:
-            t, w = timed
-            agg.insert(item, t[i])
-            agg.bulk_evict(t[i] - w)
-        results.append(agg.query())
-    return _as_array(results)
+    driver = python_driver(algo, monoid)
+    values = _object_array(array)
+    plan = _plan(values.shape[0], window, timed)
+    return _as_array(run(driver, values, plan, driver.init(plan.room + 1))[0])
+
+
+def _object_array(items) -> np.ndarray:
+    """``items`` as a 1-D array of objects (tuples and lists stay single items)."""
+    if isinstance(items, np.ndarray) and items.ndim == 1:
+        return items
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
 
 
 def _as_array(results):

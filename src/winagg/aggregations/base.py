@@ -31,6 +31,8 @@ class Compiled:
     inverse: Any = None
     #: True when subtracting on eviction gives exactly the same result (integer sums).
     exact_inverse: bool = False
+    #: True when ``lift`` reads its row argument (argmin/argmax); others ignore it.
+    positional: bool = False
 
 
 class Aggregation(Monoid):

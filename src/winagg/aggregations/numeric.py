@@ -219,7 +219,7 @@ class ArgMax(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("argmax", _argmax_lift, _argmax_combine, _arg_lower, (-INF, np.int64(-1)),
-                              tuple_layout(np.float64, np.int64), np.int64)
+                              tuple_layout(np.float64, np.int64), np.int64, positional=True)
         self._python_from(self._spec, commutative=False, name="argmax")
 
     def compiled_for(self, dtype):
@@ -235,7 +235,7 @@ class ArgMin(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("argmin", _argmin_lift, _argmin_combine, _arg_lower, (INF, np.int64(-1)),
-                              tuple_layout(np.float64, np.int64), np.int64)
+                              tuple_layout(np.float64, np.int64), np.int64, positional=True)
         self._python_from(self._spec, commutative=False, name="argmin")
 
     def compiled_for(self, dtype):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import jitcache, registry
-from ..kernels import _evict_many, _funcs
+from ..driver import compiled_funcs
 from ..ops import power_of_two_at_least
 from ..ooo._fiba_kernels import tree_funcs
 from . import common
@@ -114,8 +114,8 @@ def _fiba_kernels(spec, opts):
 
 
 def _fifo_kernels(algorithm, spec):
-    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
-    evict_many = _evict_many(algorithm, spec)
+    funcs, evict_many = compiled_funcs(algorithm, spec)
+    init, insert, evict, query, grow = funcs[:5]
     lift, lower = spec.lift, spec.lower
 
     @jitcache.njit

@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 
 from .. import registry
-from ..kernels import _funcs
+from ..driver import compiled_funcs
 from . import common, plots
 from .cycles import cycles_after, cycles_per_ns, read_cycles, timer_overhead
 
@@ -69,7 +69,7 @@ def latency_kernel(algorithm, spec):
     key = (algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]  # algorithms may add native fields
+    init, insert, evict, query, grow = compiled_funcs(algorithm, spec)[0][:5]  # algorithms may add native fields
     lift, lower = spec.lift, spec.lower
 
     @nb.njit(cache=True)

@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from .. import registry
-from ..kernels import _evict_many, _funcs
+from ..driver import compiled_funcs
 from . import common, mta_common
 from .cycles import cycles_after, cycles_per_ns, read_cycles
 
@@ -57,8 +57,8 @@ def bulk_evict_kernel(algorithm, spec):
     key = (algorithm.name, spec.key)
     if key in _kernels:
         return _kernels[key]
-    init, insert, evict, query, grow = _funcs(algorithm, spec)[:5]
-    evict_many = _evict_many(algorithm, spec)
+    funcs, evict_many = compiled_funcs(algorithm, spec)
+    init, insert, evict, query, grow = funcs[:5]
     lift, lower = spec.lift, spec.lower
 
     @nb.njit(cache=True)

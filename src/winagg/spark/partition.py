@@ -3,8 +3,8 @@
 Nothing here needs Spark: :class:`PartitionWindows` takes batches whose rows are
 sorted by key and then by the order column and appends one column per
 aggregate. Each window is carried from batch to batch (compiled state for the
-built-in numeric aggregations, a :class:`~winagg.aggregator.FifoAggregator`
-for any other monoid), so memory is bounded by the window and one batch, not
+built-in numeric aggregations, the same algorithm in plain Python for any
+other monoid, both run by :mod:`winagg.driver`), so memory is bounded by the window and one batch, not
 by the number of rows of a key. :func:`winagg.spark.sliding` runs it inside
 ``mapInArrow``.
 
@@ -22,7 +22,6 @@ Conventions (those of Spark's window functions):
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional
 
@@ -32,8 +31,8 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..aggregations.sketches import stable_key
-from ..kernels import KEY_STARTS, WINDOW_STARTS, range_stream_kernels, rows_stream_kernels
-from ..registry import info, make
+from ..driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, compiled_driver, python_driver, run
+from ..registry import info
 from ..rolling import choose_algorithm
 
 #: Aggregations whose empty window has a natural answer; every other gives null, as in SQL.
@@ -133,74 +132,28 @@ def _changes(current: pa.Array, previous: Optional[pa.Array]) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- one window per output
-class _CompiledWindow:
-    """A built-in aggregation in a numba kernel; its state crosses batches."""
+class _FrameWindow:
+    """One output's window, carried across batches: the frame's plans run by the window driver.
 
-    def __init__(self, algorithm, spec, frame: Frame, time_dtype):
-        self.frame = frame
-        if frame.rows is not None:
-            start, self._step = rows_stream_kernels(algorithm, spec)
-            self._state = start(frame.rows)
-        else:
-            start, self._step = range_stream_kernels(algorithm, spec, time_dtype)
-            self._state = start()
-            self._span = np.dtype(time_dtype).type(frame.span)
+    ``driver`` is compiled for the built-in aggregations and runs in Python for any
+    other monoid (:mod:`winagg.driver`); the frame's own state (which rows of a row
+    frame are in the window, the times of a range frame's items) is kept apart from it.
+    """
 
-    def step(self, values, valid, reset, group_start, times):
-        if self.frame.rows is not None:
-            out, counts, self._state = self._step(values, valid, reset, self.frame.rows, self._state)
-        else:
-            out, counts, self._state = self._step(values, valid, reset, group_start, times,
-                                                  self._span, self._state)
-        return out, counts
-
-
-class _PythonWindow:
-    """Any monoid through a FIFO aggregator, the same conventions as the kernels."""
-
-    def __init__(self, algorithm: str, monoid, frame: Frame):
-        self.algorithm, self.monoid, self.frame = algorithm, monoid, frame
-        self.positional = getattr(monoid, "positional", False)
-        self._reset()
-
-    def _reset(self, code=KEY_STARTS):
-        self._agg = make(self.algorithm, self.monoid)
-        self._ring: deque = deque()  # validity of the rows of a row frame
-        if code == KEY_STARTS:
-            self._seen = 0
-
-    def _insert(self, value, time):
-        self._agg.insert((value, self._seen) if self.positional else value, time)
+    def __init__(self, driver, frame: Frame, time_dtype):
+        self.driver = driver
+        self.state = driver.init(16)
+        self.rows = frame.rows is not None
+        self.frames = RowFrames(frame.rows) if self.rows else RangeFrames(frame.span, time_dtype)
 
     def step(self, values, valid, reset, group_start, times):
-        n = len(values)
-        out: list = [None] * n
-        counts = np.empty(n, np.int64)
-        i = 0
-        while i < n:
-            if reset[i]:
-                self._reset(reset[i])
-            end = i + 1
-            if self.frame.rows is None:
-                while end < n and not group_start[end]:
-                    end += 1
-            for r in range(i, end):
-                if self.frame.rows is not None:
-                    if len(self._ring) == self.frame.rows and self._ring.popleft():
-                        self._agg.evict()
-                    self._ring.append(bool(valid[r]))
-                if valid[r]:
-                    self._insert(values[r], self._seen if self.frame.rows is not None else times[r])
-                self._seen += 1
-            if self.frame.rows is None:
-                horizon = times[i] - self.frame.span
-                while len(self._agg) and self._agg.oldest_time() < horizon:
-                    self._agg.evict()
-            result = self._agg.query()
-            for r in range(i, end):
-                out[r] = result
-                counts[r] = len(self._agg)
-            i = end
+        if self.rows:
+            plan = self.frames.plan(valid, reset)
+        else:
+            plan = self.frames.plan(valid, reset, group_start, times)
+        out, counts, self.state = run(self.driver, values, plan, self.state, want_counts=True)
+        if not self.rows:  # peers share the answer given at their group's last row
+            out, counts = self.frames.spread(out), self.frames.spread(counts)
         return out, counts
 
 
@@ -372,13 +325,22 @@ def _make_window(output: Output, input_type: pa.DataType, spec: PartitionWindows
     compiled, keyed = compiled_plan(output.monoid, input_type)
     integral = keyed or pa.types.is_integer(input_type) or pa.types.is_boolean(input_type)
     name = spec.algorithm or choose_algorithm(compiled, integral)
+    time_dtype = None
+    if spec.frame.rows is None:
+        time_dtype = np.float64 if isinstance(spec.frame.span, float) else np.int64
     if compiled is not None:
-        time_dtype = None
-        if spec.frame.rows is None:
-            time_dtype = np.float64 if isinstance(spec.frame.span, float) else np.int64
         prepare = _key_values if keyed else _numeric_values
-        return _CompiledWindow(info(name), compiled, spec.frame, time_dtype), prepare
-    return _PythonWindow(name, output.monoid, spec.frame), lambda column: column.to_pylist()
+        return _FrameWindow(compiled_driver(info(name), compiled), spec.frame, time_dtype), prepare
+    return _FrameWindow(python_driver(info(name), output.monoid), spec.frame, time_dtype), _python_values
+
+
+def _python_values(column: pa.Array) -> np.ndarray:
+    """The column's values as Python objects, one per row (lists and structs stay single items)."""
+    items = column.to_pylist()
+    values = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        values[i] = item
+    return values
 
 
 def _to_arrow(out, counts, output: Output, input_type) -> pa.Array:
