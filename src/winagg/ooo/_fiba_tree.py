@@ -7,6 +7,9 @@ arrays (float64 or int64 times):
 * ``keys``: node ``x``'s times in slots ``x*E .. x*E+W-1`` (``W = 2*mu``:
   ``2*mu - 1`` entries plus one for a transient overflow; ``E = W + 1``);
 * ``parts``: its values in the same slots, and its aggregate in slot ``x*E + W``;
+  an internal node on one spine also keeps its *local* aggregate (its kind's fold
+  without the parent's term) in the overflow slot ``x*E + W - 1``, which holds an
+  entry only for the moment between an insert that overflows the node and its split;
 * ``ints``: a header (root, fingers, pool counters, scratch), then one record
   of ``S`` ints per node (entry count, parent, leaf flag, spine flags, the
   count of entries its aggregate covers, child pointers), then the free list.
@@ -22,7 +25,10 @@ node its *left* aggregate (its subtree but the first child, and everything
 to its right up to the root's inner part), a right-spine node the mirror
 image. ``query()`` is then ``left(leftFinger) + inner(root) +
 right(rightFinger)``: O(1). ``variant="classic"`` stores *up* everywhere and
-searches from the root. Each node also stores the count of entries its
+searches from the root. With the local aggregates, an out-of-order insert that
+changes no spine node's entries repairs the spine below the node where its
+upward repair stops with one combine per level (the parent's aggregate and the
+child's local one) instead of a fold of each node's entries and children. Each node also stores the count of entries its
 aggregate covers, so the window size comes out of the same three nodes.
 
 Freed subtrees go onto a deferred free list: freeing is O(1) per subtree,
@@ -206,6 +212,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     u, scalar = ops.index, ops.one_at_a_time
     prefetch = _no_prefetch if python else _prefetch
     W = 2 * mu
+    LOC = W - 1  # an internal one-spine node's local aggregate (the overflow slot)
     E = slots_per_node(mu)
     S = ints_per_node(mu)
     MAXK = 2 * mu - 1  # entries of a full node (arity 2*mu)
@@ -297,10 +304,10 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         parent_term = p != NIL and p != ints[ROOT]
         acc = identity
         c = 0
-        if k == RIGHT and parent_term:  # older than the whole node
-            acc = load(parts, u(p * E + W))
-            c = ints[u(p * S + CNT)]
         if ints[u(r + LEAF)] != 0:
+            if k == RIGHT and parent_term:  # older than the whole node
+                acc = load(parts, u(p * E + W))
+                c = ints[u(p * S + CNT)]
             for i in range(n):
                 scalar(i)
                 acc = combine(acc, load(parts, u(x * E + i)))
@@ -317,7 +324,15 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 if i < n:
                     acc = combine(acc, load(parts, u(x * E + i)))
                     c += 1
-        if k == LEFT and parent_term:  # younger than the whole node
+            if k == RIGHT or k == LEFT:
+                store(parts, u(x * E + LOC), acc)  # the local aggregate (see walk_down_local)
+                if parent_term:
+                    if k == RIGHT:  # older than the whole node
+                        acc = combine(load(parts, u(p * E + W)), acc)
+                    else:  # younger than the whole node
+                        acc = combine(acc, load(parts, u(p * E + W)))
+                    c += ints[u(p * S + CNT)]
+        if k == LEFT and parent_term and ints[u(r + LEAF)] != 0:  # younger than the whole leaf
             acc = combine(acc, load(parts, u(p * E + W)))
             c += ints[u(p * S + CNT)]
         store(parts, u(x * E + W), acc)
@@ -340,6 +355,29 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     walk_down = flat(walk_down)
 
+    def walk_down_local(b, x, right, delta):
+        """The spine below x after x's aggregate changed by ``delta`` entries, none below it changed.
+
+        Each internal spine node's aggregate is its local aggregate and its parent's (one
+        combine) and its count moves by ``delta``; the finger leaf is refolded. x is a
+        one-spine node below the root (no spine node under the root includes the root).
+        """
+        parts, ints = b[PARTS], b[INTS]
+        while ints[u(x * S + LEAF)] == 0:
+            c = ints[u(x * S + KID + (ints[u(x * S + NK)] if right else 0))]
+            if ints[u(c * S + LEAF)] != 0 or ints[u(c * S + LSP)] == ints[u(c * S + RSP)]:
+                recompute(b, c)  # the finger leaf (or a node on both spines, never here in practice)
+                walk_down(b, c, right)
+                return
+            if right:
+                store(parts, u(c * E + W), combine(load(parts, u(x * E + W)), load(parts, u(c * E + LOC))))
+            else:
+                store(parts, u(c * E + W), combine(load(parts, u(c * E + LOC)), load(parts, u(x * E + W))))
+            ints[u(c * S + CNT)] += delta
+            x = c
+
+    walk_down_local = flat(walk_down_local)
+
     def repair(b, top, hit_left, hit_right):
         """Up-aggregates bottom-up from ``top`` to a spine node or the root, then spines top-down."""
         ints = b[INTS]
@@ -357,6 +395,28 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     repair_apart = apart(repair)  # the flat code's rare call
     repair = flat(repair)
+
+    def repair_local(b, top):
+        """``repair`` when no spine node changed below the node where the upward repair stops."""
+        ints = b[INTS]
+        root = ints[ROOT]
+        x = top
+        k = kind(b, x)
+        while x != root and k == UP:
+            recompute(b, x)
+            x = ints[u(x * S + PAR)]
+            k = kind(b, x)
+        if not FINGER or x == root:
+            recompute(b, x)
+            return
+        if k == INNER:  # on both spines below the root (transiently): the general repair
+            repair(b, x, 0, 0)
+            return
+        before = ints[u(x * S + CNT)]
+        recompute(b, x)
+        walk_down_local(b, x, k == RIGHT, ints[u(x * S + CNT)] - before)
+
+    repair_local = flat(repair_local)
 
     def size_of(b):
         ints = b[INTS]
@@ -548,6 +608,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             sep = ints[u(p * S + NK)] - 1  # the separator went to the end of p
             acc = combine(load(parts, u(p * E + W)), load(parts, u(x * E + W)))
             store(parts, u(p * E + W), combine(acc, load(parts, u(p * E + sep))))
+            if k == RIGHT:  # its local aggregate grows the same way
+                acc = combine(load(parts, u(p * E + LOC)), load(parts, u(x * E + W)))
+                store(parts, u(p * E + LOC), combine(acc, load(parts, u(p * E + sep))))
             ints[u(p * S + CNT)] += ints[u(x * S + CNT)] + 1
             recompute(b, y)
             return
@@ -603,7 +666,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 i += 1
             if i < n and keys[u(x * E + i)] == t:  # an existing time: old (+) new, in place
                 store(parts, u(x * E + i), combine(load(parts, u(x * E + i)), v))
-                repair(b, x, 0, 0)
+                repair_local(b, x)  # x's entries changed, no spine node's below it
                 return state(b)
             if ints[u(x * S + LEAF)] != 0:
                 break
@@ -616,7 +679,10 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             hit_left |= ints[u(x * S + LSP)]
             hit_right |= ints[u(y * S + RSP)]
             x = ints[u(x * S + PAR)]
-        repair(b, x, hit_left, hit_right)
+        if hit_left == 0 and hit_right == 0:
+            repair_local(b, x)  # no split reached a spine: the spines below the repair are as they were
+        else:
+            repair(b, x, hit_left, hit_right)
         return state(b)
 
     insert_inside = flat(insert_inside)

@@ -207,7 +207,8 @@ def _same_partial(a, b) -> bool:
 
 def check_invariants(agg: Aggregator) -> None:
     """Assert FiBA's invariants: arity bounds, sorted keys, equal leaf depth, parent and spine
-    pointers, fingers, and every stored aggregate (and count) equal to the fold it stands for."""
+    pointers, fingers, and every stored aggregate (and count, and the local aggregate of each
+    internal node on one spine) equal to the fold it stands for."""
     b, monoid, mu = agg._bufs, agg.monoid, agg.options["min_arity"]
     finger = agg.options["variant"] == "finger"
     E, S = tree.slots_per_node(mu), tree.ints_per_node(mu)
@@ -254,14 +255,14 @@ def check_invariants(agg: Aggregator) -> None:
     assert ints[tree.FRESH] <= ints[tree.CAP], "the pool ran past its capacity"
     assert agg._state[0] >= agg._state[2], "more entries than the pool's limit"
 
-    def expected(x):
+    def expected(x, local=False):
         n = nk(x)
         if not finger or (x != root and not lsp(x) and not rsp(x)):
             return up[x]
         kind = tree.INNER if x == root else (tree.LEFT if lsp(x) else tree.RIGHT)
         acc, count = monoid.identity, 0
         p = par(x)
-        parent_term = p != tree.NIL and p != root
+        parent_term = p != tree.NIL and p != root and not local
         if kind == tree.RIGHT and parent_term:
             acc, count = expected(p)
         for i in range(n + 1):
@@ -281,5 +282,10 @@ def check_invariants(agg: Aggregator) -> None:
         want, want_count = expected(x)
         assert cnt(x) == want_count, f"node {x}: count {cnt(x)}, expected {want_count}"
         assert _same_partial(aggregate(x), want), f"node {x}: aggregate {aggregate(x)!r}, expected {want!r}"
+        if finger and x != root and not leaf(x) and lsp(x) != rsp(x):
+            # an internal node on one spine keeps its local aggregate in its overflow slot
+            local = parts[x * E + 2 * mu - 1]
+            want_local = expected(x, local=True)[0]
+            assert _same_partial(local, want_local), f"node {x}: local aggregate {local!r}, expected {want_local!r}"
     assert agg._state[2] == up[root][1], f"size {agg._state[2]}, tree holds {up[root][1]}"
     assert _same_partial(agg._funcs.query(b, agg._state), up[root][0]), "query() differs from the fold"
