@@ -175,18 +175,22 @@ def python_driver(algorithm, monoid) -> Driver:
     """The :class:`Driver` of an algorithm over any monoid, in plain Python."""
     ops = python_ops(monoid)
     funcs = algorithm.load().build(ops, **algorithm.options)
+    return build_driver(funcs, build_evict_many(funcs, ops), _python_lift(monoid), monoid.lower, _python_out,
+                        _planned_position, _as_is)
+
+
+def _python_lift(monoid):
     if getattr(monoid, "positional", False):
         def lift(value, position):
             return monoid.lift((value, position))
     else:
         def lift(value, position):
             return monoid.lift(value)
+    return lift
 
-    def new_out(n):
-        return [None] * n
 
-    return build_driver(funcs, build_evict_many(funcs, ops), lift, monoid.lower, new_out, _planned_position,
-                        _as_is)
+def _python_out(n):
+    return [None] * n
 
 
 def _as_is(fn):
@@ -389,3 +393,155 @@ class RangeFrames:
             return values[self.owner]
         return [values[j] for j in self.owner]
 
+
+
+# ---------------------------------------------------------------- out-of-order windows
+# An algorithm that takes items at any time (FiBA) runs through a second loop of the same shape,
+# keyed by time instead of by arrival: step k inserts ``adds[k]`` items (one at its time, or a
+# batch sorted by time in one bulk insert), evicts ``evicts[k]`` oldest entries, evicts every
+# entry at or before ``horizons[k]``, then answers as ``answers[k]`` says.
+
+#: Codes of an out-of-order plan's ``answers``: no answer, the whole window, the entries with
+#: ``lows[k] < time <= highs[k]`` (a closed range ``[lo, hi]`` is ``(just_below(lo), hi]``).
+NO_ANSWER, WHOLE, RANGE = 0, 1, 2
+
+
+def just_below(low):
+    """The time just below ``low`` (int64 or float64), so that ``(just_below(lo), hi]`` is ``[lo, hi]``."""
+    low = np.asarray(low)
+    if low.dtype.kind == "i":
+        return low - 1
+    return np.nextafter(low, -np.inf)
+
+
+class OutOfOrderPlan(NamedTuple):
+    """What each step of the out-of-order driver does.
+
+    ``adds[k]`` items are inserted at step k (one at its time, or a batch sorted by
+    time in one bulk insert) and ``evicts[k]`` oldest entries evicted; both are empty
+    for a driver built ``per_row`` (one item per step, no single evictions).
+    ``answers`` empty answers every step over ``(times[k] - span, times[k]]`` (the
+    range of a row's time window, which is the whole window whenever every entry
+    lies inside it). ``positions`` as in :class:`Plan`.
+    """
+
+    adds: np.ndarray
+    evicts: np.ndarray
+    horizons: np.ndarray
+    answers: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
+    positions: np.ndarray
+    span: object
+
+
+def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, jit, per_row: bool) -> Driver:
+    """The loop over an out-of-order algorithm's functions ``f`` (FiBA's ``TreeFuncs``).
+
+    ``per_row`` builds the loop for plans of one item per step (``adds`` and ``evicts``
+    empty): numba prunes the general branch, whose conditional insert alone made the whole
+    loop 1.5x slower. Each operation has one call site in a built loop: FiBA's operations are
+    inlined into it, and a second copy of one (insert_at, query) also cost 1.5-2x.
+    """
+    insert_at, evict, evict_upto, query, range_query = f.insert_at, f.evict, f.evict_upto, f.query, f.range_query
+    bulk_insert, reserve, oldest, youngest = f.bulk_insert, f.reserve, f.oldest, f.youngest
+    PER_ROW = per_row  # a constant of the closure: numba drops the branch not taken
+
+    def make_room(state, room):
+        return reserve(state[0], state[1], room)
+
+    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, state, want_counts):
+        b, st = state
+        n = horizons.shape[0]
+        out = new_out(n)
+        counts = np.empty(n if want_counts else 0, np.int64)
+        row_ranges = answers.shape[0] == 0
+        cursor = 0
+        for k in range(n):
+            if PER_ROW:
+                if st[0] - st[2] < 1:  # the pool grows rarely: no call on the other rows
+                    b, st = reserve(b, st, 1)
+                st = insert_at(b, st, times[k], lift(values[k], position(positions, k)))
+            else:
+                m = adds[k]
+                if m == 1:
+                    if st[0] - st[2] < 1:
+                        b, st = reserve(b, st, 1)
+                    st = insert_at(b, st, times[cursor], lift(values[cursor], position(positions, cursor)))
+                elif m > 1:
+                    partials = alloc(m)
+                    for q in range(m):
+                        store(partials, q, lift(values[cursor + q], position(positions, cursor + q)))
+                    b, st = reserve(b, st, m)
+                    st = bulk_insert(b, st, times[cursor:cursor + m], partials, m)
+                cursor += m
+                for _ in range(evicts[k]):
+                    if st[2] > 0:
+                        st = evict(b, st)
+            if st[2] > 0 and oldest(b) <= horizons[k]:
+                st = evict_upto(b, st, horizons[k])
+            if row_ranges:
+                # Row k's entry stays (its time is above the horizon), so the window is not empty.
+                # When every entry lies in the range (always, for sorted times), the answer is the
+                # whole-window query, O(1), instead of a range query's walk down from the root.
+                hi = times[k]
+                lo = hi - span
+                answer = WHOLE if oldest(b) > lo and youngest(b) <= hi else RANGE
+            else:
+                lo, hi, answer = lows[k], highs[k], answers[k]
+            if answer == WHOLE:
+                out[k] = lower(query(b, st))
+            elif answer == RANGE:
+                # always open below: range_query inlined with a constant flag folds its branches
+                out[k] = lower(range_query(b, st, lo, hi, True))
+            if want_counts:
+                counts[k] = st[2]
+        return out, counts, (b, st)
+
+    return Driver(jit(drive), jit(make_room), f.init)
+
+
+def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state, want_counts: bool = False):
+    """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries."""
+    return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
+                        plan.highs, plan.positions, plan.span, state, want_counts)
+
+
+def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64", per_row: bool = True) -> Driver:
+    """The out-of-order :class:`Driver` of FiBA (``options``) over a compiled aggregation.
+
+    ``per_row`` (see :func:`build_out_of_order_driver`): for plans of one item per step,
+    as :func:`rolling_plan` makes; False for any plan.
+    """
+    from .ooo._fiba_kernels import fiba_options, tree_funcs
+
+    opts = fiba_options(options)
+    key = ("ooo", spec.key, tuple(sorted(opts.items())), time_type, per_row)
+    if key not in _compiled:
+        out_dtype = spec.out_dtype
+
+        @jitcache.njit
+        def new_out(n):
+            return np.zeros(n, out_dtype)
+
+        _compiled[key] = build_out_of_order_driver(tree_funcs(spec, opts, time_type), spec.lift, spec.lower,
+                                                   new_out, spec.layout.alloc, spec.layout.store,
+                                                   POSITIONS[spec.positional], jitcache.njit, per_row)
+    return _compiled[key]
+
+
+def python_out_of_order_driver(algorithm, monoid, per_row: bool = True) -> Driver:
+    """The out-of-order :class:`Driver` of ``algorithm`` over any monoid, in plain Python."""
+    ops = python_ops(monoid)
+    f = algorithm.load().build(ops, **algorithm.options)
+    return build_out_of_order_driver(f, _python_lift(monoid), monoid.lower, _python_out, ops.alloc, ops.store,
+                                     _planned_position, _as_is, per_row)
+
+
+def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:
+    """Row k's answer covers the rows j <= k with ``times[k] - span < times[j] <= times[k]``,
+    times in any order; the entries no later row can need (time <= min(times[k:]) - span)
+    leave at step k in one bulk eviction."""
+    later_min = np.minimum.accumulate(times[::-1])[::-1]
+    return OutOfOrderPlan(_NONE_I, _NONE_I, later_min - span, _NONE_I, _NONE_I, _NONE_I, _NONE_I,
+                          times.dtype.type(span))

@@ -9,8 +9,9 @@ import numpy as np
 from . import aggregations
 from .errors import OutOfOrderError
 from .inputs import as_times, describe_non_number, largest_magnitude, numeric_values, to_array
-from .driver import compiled_driver, python_driver, row_plan, run, time_plan
-from .registry import check_monoid_fits, info, make
+from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
+                     rolling_plan, row_plan, run, run_out_of_order, time_plan)
+from .registry import check_monoid_fits, info
 
 if TYPE_CHECKING:
     import datetime
@@ -219,14 +220,15 @@ OUT_OF_ORDER = "fiba"
 
 def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
     """Per-row results for times in any order (see :func:`rolling`), compiled when ``spec`` is given."""
+    plan = rolling_plan(t, w)
     if spec is None:
-        return _python_out_of_order(algo, monoid, array, t, w)
-    from .ooo._fiba_kernels import rolling_kernel
-
+        driver = python_out_of_order_driver(algo, monoid)
+        return _as_array(run_out_of_order(driver, _object_array(array), t, plan, driver.init(16))[0])
     time_type = "int64" if t.dtype == np.int64 else "float64"
 
     def run(spec, values):
-        return rolling_kernel(spec, None, time_type)(values, t, w)
+        driver = compiled_out_of_order_driver(spec, algo.options, time_type)
+        return run_out_of_order(driver, values, t, plan, driver.init(16))[0]
 
     out = run(spec, numeric)
     if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f" and np.isnan(numeric).any():
@@ -236,21 +238,6 @@ def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
     if spec.key in _INTEGER_SUMS:
         _check_integer_sums(numeric, numeric.shape[0], run)
     return out
-
-
-def _python_out_of_order(algo, monoid, array, t, w):
-    agg = make(algo.name, monoid)
-    positional = getattr(monoid, "positional", False)
-    times = t.tolist()
-    later_min = np.minimum.accumulate(t[::-1])[::-1].tolist()
-    results = []
-    for i, value in enumerate(array):
-        agg.insert((value, i) if positional else value, times[i])
-        horizon = later_min[i] - w
-        if agg.oldest_time() <= horizon:
-            agg.bulk_evict(horizon)
-        results.append(agg.query_after(times[i] - w, times[i]))
-    return _as_array(results)
 
 
 #: Aggregations whose pandas rolling result is NaN, not the identity's lowering (0, inf, -inf),

@@ -186,34 +186,46 @@ def compiled_answer(answer):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=compiled_script)
 def test_compiled_matches_oracle(agg, opts, script):
-    from winagg.ooo._fiba_kernels import (OP_BULK_EVICT, OP_BULK_INSERT, OP_EVICT, OP_INSERT, OP_QUERY, OP_RANGE,
-                                          ooo_script_kernel)
+    from winagg.driver import (NO_ANSWER, RANGE, WHOLE, OutOfOrderPlan, compiled_out_of_order_driver,
+                               just_below, run_out_of_order)
 
     monoid = winagg.aggregations.get(agg)
-    kernel = ooo_script_kernel(monoid.compiled_for(np.dtype(np.float64)), opts)
-    codes, when, aux, values, batch_t, batch_v = [], [], [], [], [], []
+    driver = compiled_out_of_order_driver(monoid.compiled_for(np.dtype(np.float64)), opts, per_row=False)
+    # One driver step per operation; the items every insert takes, in order.
+    adds, evicts, horizons, answers, lows, highs, item_values, item_times, aux = [], [], [], [], [], [], [], [], []
+    batch_v, batch_t = [], []
     for op in script:
         kind = op[0]
-        code = dict(insert=OP_INSERT, evict=OP_EVICT, bulk_evict=OP_BULK_EVICT, bulk_insert=OP_BULK_INSERT,
-                    query=OP_QUERY, range=OP_RANGE)[kind]
-        t, a, v = 0.0, 0.0, 0.0
+        step = dict(add=0, evict=0, horizon=-np.inf, answer=NO_ANSWER, low=0.0, high=0.0, aux=0)
         if kind == "insert":
-            v, t = float(op[1]), float(op[2])
+            step["add"] = 1
+            item_values.append(float(op[1]))
+            item_times.append(float(op[2]))
+        elif kind == "evict":
+            step["evict"] = 1
         elif kind == "bulk_evict":
-            t = float(op[1])
+            step["horizon"] = float(op[1])
         elif kind == "bulk_insert":
             batch = sorted(op[1], key=lambda vt: vt[1])
-            a = float(len(batch))
+            step["add"] = step["aux"] = len(batch)
+            item_values += [float(x) for x, _ in batch]
+            item_times += [float(y) for _, y in batch]
             batch_v += [float(x) for x, _ in batch]
             batch_t += [float(y) for _, y in batch]
-        elif kind == "range":
-            t, a = float(op[1]), float(op[2])
-        codes.append(code)
-        when.append(t)
-        aux.append(a)
-        values.append(v)
-    arrays = [np.array(codes, np.int64)] + [np.array(x, np.float64) for x in (when, aux, values, batch_t, batch_v)]
-    out, sizes = kernel(*arrays)
+        elif kind == "query":
+            step["answer"] = WHOLE
+        else:
+            step.update(answer=RANGE, low=float(just_below(float(op[1]))), high=float(op[2]))
+        for column, name in ((adds, "add"), (evicts, "evict"), (horizons, "horizon"), (answers, "answer"),
+                             (lows, "low"), (highs, "high"), (aux, "aux")):
+            column.append(step[name])
+    ints = [np.array(x, np.int64) for x in (adds, evicts)]
+    floats = [np.array(x, np.float64) for x in (horizons, lows, highs)]
+    plan = OutOfOrderPlan(ints[0], ints[1], floats[0], np.array(answers, np.int64), floats[1], floats[2],
+                          np.empty(0, np.int64), 0.0)
+    state = driver.make_room(driver.init(2), 1)  # start small so that scripts exercise growth
+    out, sizes, _ = run_out_of_order(driver, np.array(item_values), np.array(item_times), plan, state,
+                                     want_counts=True)
     ref = OutOfOrderReference(monoid)
     cursor = 0
     for k, op in enumerate(script):
