@@ -295,9 +295,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     kind = flat(kind)
 
-    def recompute(b, x):
+    def refold(b, x, k, recount, delta):
+        """Refold x's aggregate of kind k; its count is refolded too (``recount``) or moves by ``delta``."""
         parts, ints = b[PARTS], b[INTS]
-        k = kind(b, x)
         r = x * S
         n = ints[u(r + NK)]
         p = ints[u(r + PAR)]
@@ -320,7 +320,8 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 if lo_child <= i <= hi_child:
                     ch = ints[u(r + KID + i)]
                     acc = combine(acc, load(parts, u(ch * E + W)))
-                    c += ints[u(ch * S + CNT)]
+                    if recount:
+                        c += ints[u(ch * S + CNT)]
                 if i < n:
                     acc = combine(acc, load(parts, u(x * E + i)))
                     c += 1
@@ -331,12 +332,21 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                         acc = combine(load(parts, u(p * E + W)), acc)
                     else:  # younger than the whole node
                         acc = combine(acc, load(parts, u(p * E + W)))
-                    c += ints[u(p * S + CNT)]
+                    if recount:
+                        c += ints[u(p * S + CNT)]
         if k == LEFT and parent_term and ints[u(r + LEAF)] != 0:  # younger than the whole leaf
             acc = combine(acc, load(parts, u(p * E + W)))
             c += ints[u(p * S + CNT)]
         store(parts, u(x * E + W), acc)
-        ints[u(r + CNT)] = c
+        if recount:
+            ints[u(r + CNT)] = c
+        else:
+            ints[u(r + CNT)] += delta
+
+    refold = flat(refold)
+
+    def recompute(b, x):
+        refold(b, x, kind(b, x), True, 0)
 
     # The in-order paths get inlined copies, the rare structural paths the out-of-line ones.
     recompute = flat(recompute)
@@ -396,25 +406,31 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     repair_apart = apart(repair)  # the flat code's rare call
     repair = flat(repair)
 
-    def repair_local(b, top):
-        """``repair`` when no spine node changed below the node where the upward repair stops."""
+    def repair_local(b, top, delta):
+        """``repair`` when no spine node changed below the node where the upward repair stops.
+
+        ``top`` is refolded in full; every node above it on the way (and, through
+        walk_down_local, on the spine below the stop) holds ``delta`` more entries
+        than before, so their counts move by ``delta`` instead of being refolded.
+        """
         ints = b[INTS]
         root = ints[ROOT]
         x = top
         k = kind(b, x)
+        recount = True
         while x != root and k == UP:
-            recompute(b, x)
+            refold(b, x, UP, recount, delta)
+            recount = False
             x = ints[u(x * S + PAR)]
             k = kind(b, x)
         if not FINGER or x == root:
-            recompute(b, x)
+            refold(b, x, k, recount, delta)
             return
         if k == INNER:  # on both spines below the root (transiently): the general repair
             repair(b, x, 0, 0)
             return
-        before = ints[u(x * S + CNT)]
-        recompute(b, x)
-        walk_down_local(b, x, k == RIGHT, ints[u(x * S + CNT)] - before)
+        refold(b, x, k, recount, delta)
+        walk_down_local(b, x, k == RIGHT, delta)
 
     repair_local = flat(repair_local)
 
@@ -666,7 +682,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
                 i += 1
             if i < n and keys[u(x * E + i)] == t:  # an existing time: old (+) new, in place
                 store(parts, u(x * E + i), combine(load(parts, u(x * E + i)), v))
-                repair_local(b, x)  # x's entries changed, no spine node's below it
+                repair_local(b, x, 0)  # x's entries changed, no spine node's below it
                 return state(b)
             if ints[u(x * S + LEAF)] != 0:
                 break
@@ -680,7 +696,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             hit_right |= ints[u(y * S + RSP)]
             x = ints[u(x * S + PAR)]
         if hit_left == 0 and hit_right == 0:
-            repair_local(b, x)  # no split reached a spine: the spines below the repair are as they were
+            repair_local(b, x, 1)  # no split reached a spine: the spines below the repair are as they were
         else:
             repair(b, x, hit_left, hit_right)
         return state(b)
