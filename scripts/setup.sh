@@ -2,7 +2,8 @@
 # Sets up a fresh machine for winagg: a virtual environment in .venv with the
 # package and every extra (Spark, Redis, benchmarks, data, docs, tests) at the
 # exact versions of constraints.txt, a Java runtime for Spark and redis-server
-# when they are not on the PATH. Safe to run again: it only reinstalls when
+# when they are not on the PATH, and numba's cache of winagg.rolling's commonest
+# kernels (`winagg warm`). Safe to run again: it only reinstalls when
 # pyproject.toml or constraints.txt changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,3 +48,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q -e ".[all]" -c constraints.txt
   echo "$want" > "$stamp"
 fi
+# The first winagg.rolling call of a process then loads its kernel instead of compiling it.
+.venv/bin/winagg warm >/dev/null

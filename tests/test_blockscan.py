@@ -191,3 +191,22 @@ def test_bad_arguments_raise():
         blockscan.rolling(CLEAN, None, "sum_f", times=np.arange(len(CLEAN)), span=0)
     with pytest.raises(ValueError, match="times"):
         blockscan.rolling(CLEAN, None, "sum_f", times=np.arange(3), span=1)
+
+
+def test_warm_leaves_the_kernels_a_later_process_needs_in_the_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-m", "winagg.cli", "warm", "--aggs", "sum", "max"], env=env, check=True,
+                   capture_output=True)
+    warmed = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.nbc"))
+    calls = ("import numpy as np, winagg\n"
+             "x = np.array([1.0, np.nan, 3.0, 4.0])\n"
+             "winagg.rolling(x, 2, 'sum'); winagg.rolling(x, 2, 'max')\n"
+             "winagg.rolling(np.arange(5), 2, 'sum')\n"
+             "winagg.rolling(x, 2, 'max', times=np.array([0, 1, 1, 5]))\n")
+    subprocess.run([sys.executable, "-c", calls], env=env, check=True, capture_output=True)
+    assert warmed, "winagg warm compiled nothing into the cache"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.nbc")) == warmed  # nothing new compiled

@@ -495,3 +495,31 @@ def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     if dof <= 0.0:
         return np.nan
     return math.sqrt(m2 / dof) if root else m2 / dof
+
+
+# ---------------------------------------------------------------- compiling ahead
+#: The aggregations :func:`warm` compiles by default: winagg.rolling's commonest calls.
+COMMON = ("sum", "mean", "std", "var", "max", "min", "count")
+
+
+def warm(aggs=COMMON) -> list:
+    """Compile the kernels of ``aggs`` over float64 and int64 rows and sorted times into numba's disk cache.
+
+    A later process then loads them instead of compiling (the README's setup runs
+    ``winagg warm``). Returns the compiled keys.
+    """
+    from . import aggregations
+
+    floats = np.array([1.0, np.nan, 2.5, 4.0])
+    integers = np.array([1, 2, 3, 4], np.int64)
+    times = np.array([0, 1, 1, 3], np.int64)
+    keys = []
+    for agg in aggs:
+        for values in (floats, integers):
+            key = aggregations.get(agg).compiled_for(values.dtype).key
+            if key in KEYS:
+                rolling(values, 2, key)
+                rolling(values, None, key, times=times, span=2)
+                keys.append(key)
+    return list(dict.fromkeys(keys))
+

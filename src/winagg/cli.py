@@ -30,6 +30,16 @@ def _demo(args) -> int:
     return 0
 
 
+def _warm(args) -> int:
+    from winagg import blockscan
+
+    start = time.perf_counter()
+    keys = blockscan.warm(args.aggs)
+    print(f"winagg warm: {len(keys)} kernels ready in numba's cache ({', '.join(keys)}) "
+          f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 def _algorithms(args) -> int:
     import winagg
 
@@ -127,6 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--aggs", nargs="+", default=["max", "mean", "stddev", "sum", "argmax"],
                       help="aggregations to compute (default: max mean stddev sum argmax)")
     demo.set_defaults(func=_demo)
+
+    warm = sub.add_parser("warm", help="compile winagg.rolling's commonest kernels into numba's cache",
+                          description="Compile the whole-array kernels of winagg.rolling's commonest aggregations "
+                                      "(float64 and int64 rows, sorted times) into numba's disk cache, so that "
+                                      "the first call of a later process loads them instead of compiling. "
+                                      "The README's setup runs it.")
+    warm.add_argument("--aggs", nargs="+", default=["sum", "mean", "std", "var", "max", "min", "count"],
+                      help="aggregations to compile (default: sum mean std var max min count)")
+    warm.set_defaults(func=_warm)
 
     algos = sub.add_parser("algorithms", help="list every algorithm with its bounds",
                            description="List every algorithm winagg has, with its paper's bounds.")

@@ -64,7 +64,7 @@ COLUMNS = ("kind", "aggregation", "window", "nan_share", "rows", "implementation
            "min_seconds", "max_seconds", "repeats", "mrows_s", "check", "load_avg_1min",
            "cpu", "cores", "python", "numba", "numpy", "platform", "command")
 RATIO_COLUMNS = ("kind", "aggregation", "window", "nan_share", "ours", "peer", "ratio", "load_avg_1min")
-COLD_COLUMNS = ("implementation", "aggregation", "import_seconds", "first_call_seconds", "second_call_seconds",
+COLD_COLUMNS = ("implementation", "aggregation", "cache", "import_seconds", "first_call_seconds", "second_call_seconds",
                 "load_avg_1min")
 
 
@@ -252,14 +252,18 @@ print(json.dumps(dict(import_seconds=imported, first_call_seconds=seconds[0], se
 """
 
 
-def cold_start(which: str, agg: str) -> dict:
-    """Import and first-call seconds of ``agg`` in a fresh process with an empty numba cache."""
-    with tempfile.TemporaryDirectory(prefix="winagg-cold-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+def cold_start(which: str, agg: str, cache: str = "empty") -> dict:
+    """Import and first-call seconds of ``agg`` in a fresh process whose numba cache is ``cache``:
+    "empty", or "warmed" by ``winagg warm`` in an earlier process (what the setup leaves)."""
+    with tempfile.TemporaryDirectory(prefix="winagg-cold-") as folder:
+        env = dict(os.environ, NUMBA_CACHE_DIR=folder)
+        if cache == "warmed":
+            subprocess.run([sys.executable, "-m", "winagg.cli", "warm", "--aggs", AGGS[agg]], env=env, check=True,
+                           capture_output=True, text=True)
         done = subprocess.run([sys.executable, "-c", COLD_SCRIPT, which, AGGS[agg]], env=env, check=True,
                               capture_output=True, text=True)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return dict(implementation=which, aggregation=agg, load_avg_1min=common.load_average(),
+    return dict(implementation=which, aggregation=agg, cache=cache, load_avg_1min=common.load_average(),
                 **{k: round(v, 3) for k, v in figures.items()})
 
 
@@ -319,7 +323,7 @@ def run(args) -> int:
     shares = [0.0] + ([cfg["nan"]] if cfg["nan"] else [])
     points = len(shares) * len(cfg["aggs"]) * (len(cfg["windows"]) + (1 if cfg["span_rows"] else 0))
     rows = []
-    with common.progress(points + 2 * len(cfg["cold"]), NAME) as bar:
+    with common.progress(points + 2 * len(OURS) * len(cfg["cold"]), NAME) as bar:
         for share in shares:
             values = make_values(cfg["rows"], share)
             for window in cfg["windows"]:
@@ -338,9 +342,10 @@ def run(args) -> int:
         cold = []
         for agg in cfg["cold"]:
             for which in OURS:
-                bar.set_postfix_str(f"cold {which} {agg}")
-                cold.append(cold_start(which, agg))
-                bar.update(1)
+                for cache in ("empty", "warmed"):
+                    bar.set_postfix_str(f"cold {which} {agg} ({cache} cache)")
+                    cold.append(cold_start(which, agg, cache))
+                    bar.update(1)
     ratio_rows = ratios(rows)
     common.write_csv(out / "peers.csv", rows, COLUMNS)
     common.write_csv(out / "peers_ratios.csv", ratio_rows, RATIO_COLUMNS)
@@ -350,7 +355,8 @@ def run(args) -> int:
         ratio_png(ratio_rows, out / "peers.png")
     print(summary(ratio_rows))
     for r in cold:
-        print(f"cold start {r['implementation']:9s} {r['aggregation']:5s}: import {r['import_seconds']:.2f} s, "
+        print(f"cold start {r['implementation']:9s} {r['aggregation']:5s} {r['cache']:6s} cache: "
+              f"import {r['import_seconds']:.2f} s, "
               f"first call {r['first_call_seconds']:.2f} s, second {r['second_call_seconds']:.4f} s")
     print(f"wrote {out / 'peers.csv'}, {out / 'peers_ratios.csv'}" + (f", {out / 'peers_cold.csv'}" if cold else "")
           + (f" and {out / 'peers.png'}" if ratio_rows else ""))
