@@ -345,6 +345,21 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
 
     refold = flat(refold)
 
+    def refold_up(b, x, delta):
+        """``refold(b, x, UP, False, delta)`` for an internal x: children and entries alternate."""
+        parts, ints = b[PARTS], b[INTS]
+        r = x * S
+        n = ints[u(r + NK)]
+        acc = load(parts, u(ints[u(r + KID)] * E + W))
+        for i in range(n):
+            scalar(i)
+            acc = combine(acc, load(parts, u(x * E + i)))
+            acc = combine(acc, load(parts, u(ints[u(r + KID + i + 1)] * E + W)))
+        store(parts, u(x * E + W), acc)
+        ints[u(r + CNT)] += delta
+
+    refold_up = flat(refold_up)
+
     def recompute(b, x):
         refold(b, x, kind(b, x), True, 0)
 
@@ -417,12 +432,17 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         root = ints[ROOT]
         x = top
         k = kind(b, x)
-        recount = True
-        while x != root and k == UP:
-            refold(b, x, UP, recount, delta)
+        if x == root or k != UP:
+            recount = True
+        else:
+            refold(b, x, UP, True, 0)
             recount = False
             x = ints[u(x * S + PAR)]
             k = kind(b, x)
+            while x != root and k == UP:
+                refold_up(b, x, delta)
+                x = ints[u(x * S + PAR)]
+                k = kind(b, x)
         if not FINGER or x == root:
             refold(b, x, k, recount, delta)
             return
@@ -683,7 +703,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             if i < n and keys[u(x * E + i)] == t:  # an existing time: old (+) new, in place
                 store(parts, u(x * E + i), combine(load(parts, u(x * E + i)), v))
                 repair_local(b, x, 0)  # x's entries changed, no spine node's below it
-                return state(b)
+                return st  # as many entries as before (the pool's limit moves only in grow)
             if ints[u(x * S + LEAF)] != 0:
                 break
             x = ints[u(x * S + KID + i)]
@@ -699,7 +719,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             repair_local(b, x, 1)  # no split reached a spine: the spines below the repair are as they were
         else:
             repair(b, x, hit_left, hit_right)
-        return state(b)
+        return (st[0], st[1], st[2] + 1)  # one entry more
 
     insert_inside = flat(insert_inside)
     insert_at = flat(insert_at)
