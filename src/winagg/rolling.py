@@ -121,7 +121,7 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         timed = None if times is None else (t, w)
         out = None if algorithm else _whole_array(spec, numeric, window, timed)
         if out is None:
-            out = _compiled_rolling(algo, spec, numeric, window, timed)
+            out = _compiled_rolling(algo, monoid, spec, numeric, window, timed)
     else:
         out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
     if type(values).__module__.startswith("pandas"):
@@ -152,13 +152,13 @@ def _check_row_window(window):
         raise ValueError(f"window must be at least 1 row, got {window}")
 
 
-def _compiled_rolling(algo, spec, numeric, window, timed):
+def _compiled_rolling(algo, monoid, spec, numeric, window, timed):
     """Per-row results of an in-order algorithm over a built-in aggregation, in one driver call."""
     n = numeric.shape[0]
     # A row window never holds more rows than the input: allocate for that, not `window`.
     rows = int(min(window, max(n, 1))) if timed is None else None
     out = _run_kernel(algo, spec, numeric, rows, timed)
-    if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f":
+    if monoid.nan_without_values and numeric.dtype.kind == "f":
         out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
     if spec.key in _INTEGER_SUMS and numeric.shape[0]:
         longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
@@ -231,18 +231,13 @@ def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
         return run_out_of_order(driver, values, t, plan, driver.init(16))[0]
 
     out = run(spec, numeric)
-    if spec.key in _NAN_WITHOUT_VALUES and numeric.dtype.kind == "f" and np.isnan(numeric).any():
+    if monoid.nan_without_values and numeric.dtype.kind == "f" and np.isnan(numeric).any():
         counts = run(aggregations.get("count").compiled_for(numeric.dtype), numeric)
         out = out.copy()
         out[counts == 0] = np.nan
     if spec.key in _INTEGER_SUMS:
         _check_integer_sums(numeric, numeric.shape[0], run)
     return out
-
-
-#: Aggregations whose pandas rolling result is NaN, not the identity's lowering (0, inf, -inf),
-#: for a window without a single non-missing value (pandas' ``min_periods=1``).
-_NAN_WITHOUT_VALUES = ("sum_f", "min", "max")
 
 
 def _nan_where_no_values(out, valid, window, timed):

@@ -54,6 +54,8 @@ class Count(Aggregation):
     """Number of non-missing items in the window."""
 
     aliases = ("count",)
+    defined_when_empty = True
+    keyed_input = True
 
     def __init__(self):
         super().__init__()
@@ -69,6 +71,7 @@ class Sum(Aggregation):
     """Sum of the items (missing values skipped; 0 for an empty window)."""
 
     aliases = ("sum",)
+    nan_without_values = True
 
     def __init__(self):
         super().__init__()
@@ -151,6 +154,8 @@ class Max(Aggregation):
     """Largest item (-inf for an empty window)."""
 
     aliases = ("max",)
+    keeps_input_type = True
+    nan_without_values = True
 
     def __init__(self):
         super().__init__()
@@ -165,6 +170,8 @@ class Min(Aggregation):
     """Smallest item (inf for an empty window)."""
 
     aliases = ("min",)
+    keeps_input_type = True
+    nan_without_values = True
 
     def __init__(self):
         super().__init__()

@@ -29,6 +29,7 @@ class First(Aggregation):
     """The oldest item of the window (None when empty)."""
 
     aliases = ("first",)
+    keeps_input_type = True
 
     def __init__(self):
         super().__init__()
@@ -39,6 +40,7 @@ class Last(Aggregation):
     """The youngest item of the window (None when empty)."""
 
     aliases = ("last",)
+    keeps_input_type = True
 
     def __init__(self):
         super().__init__()
@@ -57,6 +59,7 @@ class Collect(Aggregation):
     """Every item of the window, oldest first, as a list."""
 
     aliases = ("collect",)
+    defined_when_empty = True
 
     def __init__(self):
         super().__init__()

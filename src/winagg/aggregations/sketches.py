@@ -230,6 +230,8 @@ class Bloom(Aggregation):
     """
 
     aliases = ("bloom",)
+    defined_when_empty = True
+    keyed_input = True
 
     def __init__(self, bits: int = 4096, hashes: int = 4, probe=None):
         if bits <= 0 or bits % 64:
@@ -327,6 +329,8 @@ class CountMin(Aggregation):
     """
 
     aliases = ("countmin", "count_min")
+    defined_when_empty = True
+    keyed_input = True
 
     def __init__(self, width: int = 512, depth: int = 4, probe=None):
         if width <= 0 or depth <= 0:
@@ -406,6 +410,8 @@ class HyperLogLog(Aggregation):
     """HyperLogLog with ``2**precision`` registers: lowered to the estimated number of distinct items."""
 
     aliases = ("hll", "hyperloglog")
+    defined_when_empty = True
+    keyed_input = True
 
     def __init__(self, precision: int = 10):
         if not 4 <= precision <= 16:

@@ -35,13 +35,15 @@ from ..driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, compiled
 from ..registry import info
 from ..rolling import choose_algorithm
 
-#: Aggregations whose empty window has a natural answer; every other gives null, as in SQL.
-_DEFINED_WHEN_EMPTY = (aggregations.Count, aggregations.Bloom, aggregations.CountMin,
-                       aggregations.HyperLogLog, aggregations.Collect)
-#: Aggregations of items that only need a stable key per item, so strings can run compiled.
-_KEYED = (aggregations.Count, aggregations.Bloom, aggregations.CountMin, aggregations.HyperLogLog)
-#: Aggregations whose answer is one of the items: their column keeps the input's type.
-_SAME_TYPE = (aggregations.Min, aggregations.Max, aggregations.First, aggregations.Last)
+#: Aggregations whose empty window has an answer (``Aggregation.defined_when_empty``); every
+#: other gives null, as in SQL. Kept for the streaming layer, which reads it by this name.
+_DEFINED_WHEN_EMPTY = tuple(cls for cls in aggregations.BUILTINS if cls.defined_when_empty)
+
+
+def empty_is_null(monoid) -> bool:
+    """True when a window without a value gives null: every monoid but the aggregations
+    that declare an answer for it (``defined_when_empty``)."""
+    return not getattr(monoid, "defined_when_empty", False)
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,7 @@ def compiled_plan(monoid, input_type: pa.DataType):
     if _is_numeric(input_type):
         integral = pa.types.is_integer(input_type) or pa.types.is_boolean(input_type)
         return monoid.compiled_for(np.dtype(np.int64 if integral else np.float64)), False
-    if isinstance(monoid, _KEYED):
+    if monoid.keyed_input:
         return monoid.compiled_for(np.dtype(np.int64)), True
     return None, False
 
@@ -307,7 +309,7 @@ def result_type(monoid, input_type: pa.DataType) -> Optional[pa.DataType]:
     """
     spec, keyed = compiled_plan(monoid, input_type)
     if spec is not None:
-        if isinstance(monoid, _SAME_TYPE) and not keyed:
+        if monoid.keeps_input_type and not keyed:
             return input_type
         return pa.from_numpy_dtype(spec.out_dtype)
     sample = next((value for test, value in _SAMPLES if test(input_type)), None)
@@ -345,15 +347,15 @@ def _python_values(column: pa.Array) -> np.ndarray:
 
 def _to_arrow(out, counts, output: Output, input_type) -> pa.Array:
     """The results as an Arrow column of the output's type, null where Spark gives null."""
-    empty_is_null = not isinstance(output.monoid, _DEFINED_WHEN_EMPTY)
+    null_when_empty = empty_is_null(output.monoid)
     if isinstance(out, np.ndarray):
-        mask = (counts == 0) if empty_is_null else np.zeros(len(out), np.bool_)
+        mask = (counts == 0) if null_when_empty else np.zeros(len(out), np.bool_)
         if out.dtype.kind == "f":
             mask = mask | np.isnan(out)
         if mask.any():
             out = np.where(mask, np.zeros(1, out.dtype), out)  # hide identities like +inf
         array = pa.array(out, mask=mask)
         return array if array.type == output.arrow_type else array.cast(output.arrow_type)
-    results = [None if (empty_is_null and count == 0) or (isinstance(r, float) and math.isnan(r)) else r
+    results = [None if (null_when_empty and count == 0) or (isinstance(r, float) and math.isnan(r)) else r
                for r, count in zip(out, counts)]
     return pa.array(results, type=output.arrow_type)
