@@ -203,7 +203,7 @@ INT64_SUM_LIMIT = 2 ** 63 - 1
 
 
 def _run_kernel(algo, spec, numeric, rows, timed):
-    driver = compiled_driver(algo, spec)
+    driver = compiled_driver(algo, spec, dense=True)
     plan = _plan(numeric.shape[0], rows, timed)
     return run(driver, numeric, plan, driver.init(plan.room + 1))[0]
 
