@@ -92,6 +92,8 @@ class Ops(NamedTuple):
     #: A function folding vector partials in place still needs numba's runtime: compiled without
     #: it, it never released the buffers its caller passed (64 MB kept per Bloom call at 2^16).
     combine_into: Optional[Callable] = None
+    #: True when ``combine`` is commutative (the monoid or the aggregation says so)
+    commutative: bool = False
 
 
 class Funcs(NamedTuple):
@@ -151,7 +153,7 @@ def full(st) -> bool:
 def python_ops(monoid) -> Ops:
     """Ops that run the algorithm in plain Python over a list of arbitrary partials."""
     return Ops(monoid.combine, monoid.identity, PYTHON.alloc, PYTHON.load, PYTHON.store,
-               monoid.inverse, _no_jit, _no_jit, _no_jit, _no_jit)
+               monoid.inverse, _no_jit, _no_jit, _no_jit, _no_jit, commutative=bool(monoid.commutative))
 
 
 def _njit_inline(fn):
@@ -193,7 +195,7 @@ def compiled_ops(spec) -> Ops:
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
                _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
                _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time,
-               getattr(spec, "combine_into", None) if vector else None)
+               getattr(spec, "combine_into", None) if vector else None, bool(getattr(spec, "commutative", False)))
 
 
 def flat_unless_vector(ops: Ops) -> Callable:

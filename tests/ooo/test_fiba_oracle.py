@@ -49,6 +49,22 @@ def test_builtin_and_matrix_monoids_match_oracle(monoid, opts, script):
     run_ooo_script(checked(m, **opts), m, script)
 
 
+@pytest.mark.parametrize("monoid", ["sum", CONCAT], ids=["commutative", "non-commutative"])
+def test_rounds_at_a_fixed_out_of_order_distance(monoid):
+    """The C++ reference's out-of-order rounds (evict the oldest, insert d entries from the
+    youngest end, query): every insert lands inside the tree at the same place, so its leaf
+    and the nodes above it split again and again, near and away from the spines. A commutative
+    combine repairs by folding the new value in, a non-commutative one by refolding."""
+    m = winagg.aggregations.get(monoid)
+    n, rounds = 60, 120
+    for d in (1, 6, 25):
+        youngest = list(range(n + rounds - d, n + rounds))
+        script = [("insert", t % 7, t) for t in youngest + list(range(n - d))]
+        for t in range(n - d, n - d + rounds):
+            script += [("evict",), ("insert", t % 7, t), ("range", None, None)]
+        run_ooo_script(checked(m, min_arity=2), m, script)
+
+
 # ---------------------------------------------------------------- the reference implementation's defect
 @pytest.mark.parametrize("min_arity", [2, 4, 8])
 def test_bulk_insert_with_an_existing_time_after_new_times(min_arity):

@@ -33,6 +33,9 @@ class Compiled:
     exact_inverse: bool = False
     #: True when ``lift`` reads its row argument (argmin/argmax); others ignore it.
     positional: bool = False
+    #: True when ``combine`` is commutative (as the aggregation declares): an algorithm may
+    #: then fold a new item into an aggregate that already covers younger items (FiBA's insert).
+    commutative: bool = False
 
 
 class Aggregation(Monoid):

@@ -60,7 +60,7 @@ class Count(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("count", _count_lift, _add, _same, np.int64(0), scalar_layout(np.int64),
-                              np.int64, _negate, exact_inverse=True)
+                              np.int64, _negate, exact_inverse=True, commutative=True)
         self._python_from(self._spec, identity=0, commutative=True, inverse=True, name="count")
 
     def compiled_for(self, dtype):
@@ -76,9 +76,9 @@ class Sum(Aggregation):
     def __init__(self):
         super().__init__()
         self._float = Compiled("sum_f", _float_lift, _add, _same, 0.0, scalar_layout(np.float64),
-                               np.float64, _negate)
+                               np.float64, _negate, commutative=True)
         self._int = Compiled("sum_i", _int_lift, _add, _same, np.int64(0), scalar_layout(np.int64),
-                             np.int64, _negate, exact_inverse=True)
+                             np.int64, _negate, exact_inverse=True, commutative=True)
         self._python_from(self._float, identity=0, commutative=True, inverse=True, name="sum")
 
     def compiled_for(self, dtype):
@@ -119,10 +119,10 @@ class Mean(Aggregation):
     def __init__(self):
         super().__init__()
         self._float = Compiled("mean_f", _mean_lift, _pair_add, _mean_lower, (0.0, np.int64(0)),
-                               tuple_layout(np.float64, np.int64), np.float64, _pair_negate)
+                               tuple_layout(np.float64, np.int64), np.float64, _pair_negate, commutative=True)
         self._int = Compiled("mean_i", _mean_lift_int, _pair_add, _mean_lower, (np.int64(0), np.int64(0)),
                              tuple_layout(np.int64, np.int64), np.float64, _pair_negate,
-                             exact_inverse=True)
+                             exact_inverse=True, commutative=True)
         self._python_from(self._float, identity=(0, 0), commutative=True, inverse=True, name="mean")
 
     def compiled_for(self, dtype):
@@ -159,7 +159,8 @@ class Max(Aggregation):
 
     def __init__(self):
         super().__init__()
-        self._spec = Compiled("max", _max_lift, _max, _same, -INF, scalar_layout(np.float64), np.float64)
+        self._spec = Compiled("max", _max_lift, _max, _same, -INF, scalar_layout(np.float64), np.float64,
+                              commutative=True)
         self._python_from(self._spec, commutative=True, name="max")
 
     def compiled_for(self, dtype):
@@ -175,7 +176,8 @@ class Min(Aggregation):
 
     def __init__(self):
         super().__init__()
-        self._spec = Compiled("min", _min_lift, _min, _same, INF, scalar_layout(np.float64), np.float64)
+        self._spec = Compiled("min", _min_lift, _min, _same, INF, scalar_layout(np.float64), np.float64,
+                              commutative=True)
         self._python_from(self._spec, commutative=True, name="min")
 
     def compiled_for(self, dtype):
@@ -291,7 +293,7 @@ class MaxCount(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("maxcount", _maxcount_lift, _maxcount_combine, _second, (-INF, np.int64(0)),
-                              tuple_layout(np.float64, np.int64), np.int64)
+                              tuple_layout(np.float64, np.int64), np.int64, commutative=True)
         self._python_from(self._spec, commutative=True, name="maxcount")
 
     def compiled_for(self, dtype):
@@ -306,7 +308,7 @@ class MinCount(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("mincount", _mincount_lift, _mincount_combine, _second, (INF, np.int64(0)),
-                              tuple_layout(np.float64, np.int64), np.int64)
+                              tuple_layout(np.float64, np.int64), np.int64, commutative=True)
         self._python_from(self._spec, commutative=True, name="mincount")
 
     def compiled_for(self, dtype):
@@ -379,7 +381,8 @@ class Variance(Aggregation):
         _check_ddof(ddof)
         super().__init__(ddof)
         self._spec = Compiled(f"var{ddof}", _moments_lift, _moments_combine, _VAR_LOWER[ddof], (0.0, 0.0, 0.0),
-                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse)
+                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse,
+                              commutative=True)
         self._python_from(self._spec, commutative=True, inverse=True, name=f"variance(ddof={ddof})")
 
     def compiled_for(self, dtype):
@@ -395,7 +398,8 @@ class Stddev(Aggregation):
         _check_ddof(ddof)
         super().__init__(ddof)
         self._spec = Compiled(f"std{ddof}", _moments_lift, _moments_combine, _STD_LOWER[ddof], (0.0, 0.0, 0.0),
-                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse)
+                              tuple_layout(np.float64, np.float64, np.float64), np.float64, _moments_inverse,
+                              commutative=True)
         self._python_from(self._spec, commutative=True, inverse=True, name=f"stddev(ddof={ddof})")
 
     def compiled_for(self, dtype):
@@ -432,7 +436,7 @@ class GeoMean(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("geomean", _geomean_lift, _pair_add, _geomean_lower, (0.0, np.int64(0)),
-                              tuple_layout(np.float64, np.int64), np.float64, _pair_negate)
+                              tuple_layout(np.float64, np.int64), np.float64, _pair_negate, commutative=True)
         self._python_from(self._spec, commutative=True, inverse=True, name="geomean")
 
     def compiled_for(self, dtype):
@@ -469,7 +473,7 @@ class RelativeVariation(Aggregation):
     def __init__(self):
         super().__init__()
         self._spec = Compiled("relvar", _minmax_lift, _minmax_combine, _relvar_lower, (INF, -INF),
-                              tuple_layout(np.float64, np.float64), np.float64)
+                              tuple_layout(np.float64, np.float64), np.float64, commutative=True)
         self._python_from(self._spec, commutative=True, name="relvar")
 
     def compiled_for(self, dtype):

@@ -218,6 +218,9 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     MAXK = 2 * mu - 1  # entries of a full node (arity 2*mu)
     MINK = mu - 1  # entries of a minimal non-root node (arity mu)
     FINGER = bool(finger)
+    # With a commutative combine, an insert's new value is folded into each aggregate that
+    # covers it (one combine per node, see repair_commutative) instead of refolding the nodes.
+    COMMUTATIVE = bool(ops.commutative)
 
     # ------------------------------------------------------------ pool
     def new_bufs(cap):
@@ -453,6 +456,43 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         walk_down_local(b, x, k == RIGHT, delta)
 
     repair_local = flat(repair_local)
+
+    def repair_commutative(b, top, v):
+        """``repair_local(b, top, 1)`` for a commutative combine, after a new entry of value v.
+
+        Every aggregate that covers the new entry covers it once, whatever the order of its
+        terms: each is combined with v and its count grows by one. That is ``top`` and the
+        nodes above it up to the first spine node or the root (whose entries and children hold
+        everything they held, and v), that spine node's local aggregate, and the aggregates of
+        the spine nodes below it (each holds its parent's).
+        """
+        parts, ints = b[PARTS], b[INTS]
+        root = ints[ROOT]
+        x = top
+        while True:
+            k = kind(b, x)
+            store(parts, u(x * E + W), combine(load(parts, u(x * E + W)), v))
+            ints[u(x * S + CNT)] += 1
+            if x == root:
+                return
+            if k != UP:
+                break
+            x = ints[u(x * S + PAR)]
+        if k == INNER:  # on both spines below the root (transiently): the general repair
+            repair(b, x, 0, 0)
+            return
+        if ints[u(x * S + LEAF)] != 0:
+            return  # a finger: no spine below
+        store(parts, u(x * E + LOC), combine(load(parts, u(x * E + LOC)), v))
+        right = k == RIGHT
+        while ints[u(x * S + LEAF)] == 0:
+            x = ints[u(x * S + KID + (ints[u(x * S + NK)] if right else 0))]
+            if ints[u(x * S + LSP)] == ints[u(x * S + RSP)]:
+                return  # on both spines: its aggregate holds no parent's (never here in practice)
+            store(parts, u(x * E + W), combine(load(parts, u(x * E + W)), v))
+            ints[u(x * S + CNT)] += 1
+
+    repair_commutative = flat(repair_commutative)
 
     def size_of(b):
         ints = b[INTS]
@@ -716,7 +756,11 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
             hit_right |= ints[u(y * S + RSP)]
             x = ints[u(x * S + PAR)]
         if hit_left == 0 and hit_right == 0:
-            repair_local(b, x, 1)  # no split reached a spine: the spines below the repair are as they were
+            # no split reached a spine: the spines below the repair are as they were
+            if COMMUTATIVE:
+                repair_commutative(b, x, v)
+            else:
+                repair_local(b, x, 1)
         else:
             repair(b, x, hit_left, hit_right)
         return (st[0], st[1], st[2] + 1)  # one entry more
