@@ -93,3 +93,11 @@ def test_soe_accepts_invertible_builtins(agg):
 def test_fifo_algorithms_take_no_options():
     with pytest.raises(TypeError):
         winagg.make("daba", "sum", min_arity=4)
+
+
+def test_the_out_of_order_default_is_the_registered_algorithm_that_takes_any_order():
+    from winagg.registry import algorithms, out_of_order
+
+    chosen = out_of_order()
+    assert chosen.order == "any" and chosen.name == "fiba"
+    assert [a.name for a in algorithms() if a.order == "any"][0] == chosen.name

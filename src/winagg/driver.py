@@ -521,16 +521,30 @@ def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state,
                         plan.highs, plan.positions, plan.span, state, want_counts)
 
 
-def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64", per_row: bool = True) -> Driver:
-    """The out-of-order :class:`Driver` of FiBA (``options``) over a compiled aggregation.
+def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"):
+    """An out-of-order algorithm's compiled functions over ``spec`` for ``time_type`` times
+    ("float64" or "int64"), built once per process per (options, aggregation, time type)."""
+    opts = {**algorithm.options, **(options or {})}
+    opts.pop("check", None)  # checks only matter to the Python aggregator
+    key = ("ooo funcs", algorithm.name, tuple(sorted(opts.items())), spec.key, time_type)
+    if key not in _compiled:
+        _compiled[key] = algorithm.load().build(compiled_ops(spec), times=time_type, **opts)
+    return _compiled[key]
+
+
+def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64", per_row: bool = True,
+                                 algorithm=None) -> Driver:
+    """The out-of-order :class:`Driver` of ``algorithm`` (default: the registry's out-of-order
+    algorithm, FiBA) with ``options`` over a compiled aggregation.
 
     ``per_row`` (see :func:`build_out_of_order_driver`): for plans of one item per step,
     as :func:`rolling_plan` makes; False for any plan.
     """
-    from .ooo._fiba_kernels import fiba_options, tree_funcs
+    from .registry import out_of_order
 
-    opts = fiba_options(options)
-    key = ("ooo", spec.key, tuple(sorted(opts.items())), time_type, per_row)
+    algorithm = algorithm or out_of_order()
+    funcs = out_of_order_funcs(algorithm, spec, options, time_type)
+    key = ("ooo", id(funcs), per_row)  # the funcs are cached: one per (algorithm, options, spec, times)
     if key not in _compiled:
         out_dtype = spec.out_dtype
 
@@ -538,9 +552,9 @@ def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64",
         def new_out(n):
             return np.zeros(n, out_dtype)
 
-        _compiled[key] = build_out_of_order_driver(tree_funcs(spec, opts, time_type), spec.lift, spec.lower,
-                                                   new_out, spec.layout.alloc, spec.layout.store,
-                                                   POSITIONS[spec.positional], jitcache.njit, per_row)
+        _compiled[key] = build_out_of_order_driver(funcs, spec.lift, spec.lower, new_out, spec.layout.alloc,
+                                                   spec.layout.store, POSITIONS[spec.positional], jitcache.njit,
+                                                   per_row)
     return _compiled[key]
 
 

@@ -84,6 +84,12 @@ def info(name: str) -> AlgorithmInfo:
     return _ALGORITHMS[name]
 
 
+def out_of_order() -> AlgorithmInfo:
+    """The algorithm that windows over times in any order run when none is named: the first
+    registered whose ``order`` is ``"any"`` (FiBA)."""
+    return next(a for a in _ALGORITHMS.values() if a.order == "any")
+
+
 def check_monoid_fits(algorithm: AlgorithmInfo, monoid) -> None:
     """Refuse a monoid the algorithm cannot run (a missing inverse), naming both."""
     if algorithm.needs_inverse and not monoid.invertible:

@@ -11,7 +11,7 @@ from .errors import OutOfOrderError
 from .inputs import as_times, describe_non_number, largest_magnitude, numeric_values, to_array
 from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
                      rolling_plan, row_plan, run, run_out_of_order, time_plan)
-from .registry import check_monoid_fits, info
+from .registry import check_monoid_fits, info, out_of_order
 
 if TYPE_CHECKING:
     import datetime
@@ -107,14 +107,14 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     if times is not None:
         t, w = as_times(times, window, array.shape[0])
         unsorted = t.size > 1 and bool((t[1:] < t[:-1]).any())
-    name = algorithm or (OUT_OF_ORDER if unsorted else
+    name = algorithm or (out_of_order().name if unsorted else
                          choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64))
     algo = info(name)
     check_monoid_fits(algo, monoid)
     if unsorted and algo.order == "fifo":
         row = int(np.flatnonzero(t[1:] < t[:-1])[0]) + 1
         raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
-                              f"in-order algorithms need sorted times (use algorithm={OUT_OF_ORDER!r} or none)")
+                              f"in-order algorithms need sorted times (use algorithm={out_of_order().name!r} or none)")
     if times is not None and algo.order == "any":
         out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w)
     elif spec is not None:
@@ -214,8 +214,6 @@ def _window_starts(timed):
     return np.searchsorted(t, t - w, side="right")
 
 
-#: The algorithm for unsorted times.
-OUT_OF_ORDER = "fiba"
 
 
 def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
@@ -227,7 +225,7 @@ def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
     time_type = "int64" if t.dtype == np.int64 else "float64"
 
     def run(spec, values):
-        driver = compiled_out_of_order_driver(spec, algo.options, time_type)
+        driver = compiled_out_of_order_driver(spec, None, time_type, algorithm=algo)
         return run_out_of_order(driver, values, t, plan, driver.init(16))[0]
 
     out = run(spec, numeric)

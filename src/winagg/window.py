@@ -22,7 +22,7 @@ import numpy as np
 from . import aggregations
 from .errors import InvalidTimeError
 from .monoid import Monoid
-from .registry import info, make
+from .registry import info, make, out_of_order
 
 
 class WindowResult(NamedTuple):
@@ -231,7 +231,7 @@ class Window:
         self.allowed_lateness = convert(lateness, "allowed_lateness") if lateness else 0
         if self.allowed_lateness < 0:
             raise ValueError(f"allowed_lateness must be >= 0, got {lateness!r}")
-        self.algorithm = algorithm or "fiba"
+        self.algorithm = algorithm or out_of_order().name
         if info(self.algorithm).order != "any":
             raise ValueError(f"a time Window needs an out-of-order algorithm with range queries "
                              f"(fiba), got {self.algorithm!r}")

@@ -6,23 +6,11 @@ unsorted times, operation scripts) and :class:`winagg.Window`'s batch kernel.
 
 from __future__ import annotations
 
-from ..ops import compiled_ops
-from .fiba import INFO, build
-
-_kernels: dict = {}
-
-
-def fiba_options(options=None) -> dict:
-    """FiBA's compile-time options: the registry's defaults updated by ``options`` (no ``check``)."""
-    merged = {**INFO["options"], **(options or {})}
-    merged.pop("check", None)
-    return merged
-
 
 def tree_funcs(spec, options=None, times="float64"):
-    """FiBA's compiled operations for one aggregation, options and time type."""
-    opts = fiba_options(options)
-    key = ("funcs", tuple(sorted(opts.items())), spec.key, times)
-    if key not in _kernels:
-        _kernels[key] = build(compiled_ops(spec), times=times, **opts)
-    return _kernels[key]
+    """FiBA's compiled operations for one aggregation, options and time type (shared with the
+    window driver's out-of-order loop)."""
+    from ..driver import out_of_order_funcs
+    from ..registry import info
+
+    return out_of_order_funcs(info("fiba"), spec, options, times)
