@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import aggregations
 from ..registry import make
@@ -100,6 +101,15 @@ class _PythonTree:
         return out
 
 
+def _last_closed(size: int, slide: int, watermark) -> int:
+    """The largest k whose window ``[k*slide, k*slide + size)`` ends at or before the watermark."""
+    if watermark == math.inf or watermark >= _INT_HIGH:
+        return _INT_HIGH
+    if watermark == -math.inf:
+        return _INT_LOW
+    return (int(watermark) - size) // slide
+
+
 class HoppingWindows:
     """The hopping windows of one key: feed rows with :meth:`step`, get the windows that closed.
 
@@ -143,14 +153,21 @@ class HoppingWindows:
             tree.spec = _compiled_spec(aggregations.get("count"))
         return self
 
+    def first_open(self) -> int:
+        """The start of the first window not reported yet (``_INT_LOW`` before any was): an
+        older row lies in reported windows only."""
+        if self.next_k in (_INT_LOW, _INT_HIGH):
+            return self.next_k
+        return self.next_k * self.slide
+
     def __len__(self) -> int:
         """Entries held (panes with rows that an open window still covers)."""
         return int(self.panes.shape[0])
 
     # ------------------------------------------------------------ feeding
     def step(self, rows: Optional[pd.DataFrame], times: Optional[np.ndarray], watermark) -> Optional[pa.Table]:
-        """Add ``rows`` (times in microseconds, any order, none older than the previous
-        watermark), then close every window whose end is ``<= watermark`` (microseconds;
+        """Add ``rows`` (times in microseconds, any order, none older than :meth:`first_open`),
+        then close every window whose end is ``<= watermark`` (microseconds;
         ``math.inf`` closes all). Returns the closed windows that hold rows, by start, as
         an Arrow table of ``window_start``, ``window_end`` (int64 microseconds) and the
         outputs, or None when none closed."""
@@ -214,12 +231,7 @@ class HoppingWindows:
         return first * self.slide + self.size
 
     def _last_closed(self, watermark) -> int:
-        """The largest k whose window ends at or before the watermark."""
-        if watermark == math.inf or watermark >= _INT_HIGH:
-            return _INT_HIGH
-        if watermark == -math.inf:
-            return _INT_LOW
-        return (int(watermark) - self.size) // self.slide
+        return _last_closed(self.size, self.slide, watermark)
 
     def _closing(self, watermark) -> np.ndarray:
         """The window numbers k, ascending, that close now and hold a pane with rows.
@@ -307,3 +319,265 @@ class HoppingPartition:
         columns += [table.column(name).combine_chunks().cast(self.time_type) for name in WINDOW_COLUMNS]
         columns += [table.column(o.name).combine_chunks() for o in self.outputs]
         yield pa.RecordBatch.from_arrays(columns, names=self.keys + list(WINDOW_COLUMNS) + [o.name for o in self.outputs])
+
+
+# ---------------------------------------------------------------- streaming: panes as plain numbers
+#: Built-in aggregations whose pane partial is a few plain numbers, and those numbers: ``nn`` (the
+#: non-null values), ``sum``, ``max``, ``min``. A window's answer combines its panes' numbers.
+_PANE_PARTS = {aggregations.Count: ("nn",), aggregations.Sum: ("nn", "sum"), aggregations.Mean: ("nn", "sum"),
+               aggregations.Max: ("nn", "max"), aggregations.Min: ("nn", "min")}
+#: How Arrow's group_by combines each number of rows into a pane, then panes into one pane.
+_FIRST_COMBINE = {"nn": "count", "sum": "sum", "max": "max", "min": "min"}
+_THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
+#: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
+_WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
+PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
+
+
+def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
+    """``[(column, part, name)]``: the numbers per pane that answer every output, or None.
+
+    None when an output is not one of count, sum, mean, max and min (exactly those
+    classes) over a numeric column: such outputs keep the general path.
+    """
+    parts = {}
+    for output in outputs:
+        kind = input_types[output.column]
+        numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
+        if type(output.monoid) not in _PANE_PARTS or not numeric:
+            return None
+        for part in _PANE_PARTS[type(output.monoid)]:
+            parts.setdefault((output.column, part), f"__winagg_{part}_{len(parts)}")
+    return [(column, part, name) for (column, part), name in parts.items()]
+
+
+def pane_combiners(outputs: Sequence[Output]) -> list:
+    """The compiled aggregations :class:`PaneWindows` runs over the panes of these outputs."""
+    names = {_WINDOW_COMBINE[part] for o in outputs if type(o.monoid) in _PANE_PARTS
+             for part in _PANE_PARTS[type(o.monoid)]}
+    return [_compiled_spec(aggregations.get(name)) for name in sorted(names)]
+
+
+def pane_schema(key_fields: Sequence[pa.Field], parts) -> pa.Schema:
+    """The Arrow schema of pane rows: keys, bucket, pane start, rows, then the parts."""
+    fields = list(key_fields) + [pa.field(BUCKET_COLUMN, pa.int32()), pa.field(PANE_COLUMN, pa.int64()),
+                                 pa.field(ROWS_COLUMN, pa.int64())]
+    fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in parts]
+    return pa.schema(fields)
+
+
+def _as_float(column) -> pa.ChunkedArray:
+    """A numeric column as float64 with NaN made null (NaN is skipped, as by the compiled aggregations)."""
+    values = column.cast(pa.float64())
+    return pc.if_else(pc.fill_null(pc.is_nan(values), False), pa.scalar(None, pa.float64()), values)
+
+
+class PaneCombine:
+    """``mapInArrow`` function before the stateful operator: a micro-batch's rows in, one row out per
+    key and pane (``gcd(size, slide)`` of event time) with the pane's numbers, so the stateful
+    operator receives panes instead of events. Rows without a time are dropped and counted."""
+
+    def __init__(self, keys, time: str, pane: int, parts, schema: pa.Schema, dropped=None):
+        self.keys, self.time, self.pane, self.parts = list(keys), time, int(pane), list(parts)
+        self.schema, self.dropped = schema, dropped
+
+    def __call__(self, batches):
+        batches = list(batches)
+        table = pa.Table.from_batches(batches) if batches else None
+        if table is not None and table.num_rows:
+            yield from self.combine(table).to_batches()
+
+    def combine(self, table: pa.Table) -> pa.Table:
+        stamps = table.column(self.time)
+        if stamps.null_count:
+            if self.dropped is not None:
+                self.dropped.add(int(stamps.null_count))
+            table = table.filter(pc.is_valid(stamps))
+            stamps = table.column(self.time)
+        from .partition import order_values
+
+        times = order_values(stamps.combine_chunks())
+        columns = {k: table.column(k) for k in self.keys}
+        columns[BUCKET_COLUMN] = table.column(BUCKET_COLUMN)
+        columns[PANE_COLUMN] = pa.array((times // self.pane) * self.pane, pa.int64())
+        values, wanted = {}, [([], "count_all")]
+        for column, part, name in self.parts:
+            if column not in values:
+                values[column] = f"__winagg_value_{len(values)}"
+                columns[values[column]] = _as_float(table.column(column))
+            wanted.append((values[column], "count", pc.CountOptions("only_valid")) if part == "nn"
+                          else (values[column], _FIRST_COMBINE[part]))
+        grouped = pa.table(columns).group_by(self.keys + [BUCKET_COLUMN, PANE_COLUMN], use_threads=False) \
+            .aggregate(wanted)
+        out = [grouped.column(k) for k in self.keys + [BUCKET_COLUMN, PANE_COLUMN]] + [grouped.column("count_all")]
+        out += [grouped.column(f"{values[column]}_{_FIRST_COMBINE[part]}") for column, part, _ in self.parts]
+        return pa.Table.from_arrays(out, schema=self.schema)
+
+
+class PaneWindows:
+    """The hopping windows of the keys of one bucket, kept as panes in plain arrays.
+
+    State: an Arrow table of the panes that an open window still covers (keys,
+    pane start, the pane's numbers), sorted by key then pane, and the number
+    ``next_k`` below which every window is closed and reported. Each step merges
+    the micro-batch's panes in, answers the windows that closed, drops the panes
+    no open window covers. A window's answer is a range query over a FiBA tree
+    of panes per number (every key on one time axis, a key after another), built
+    for the step from the arrays: nothing but the arrays is kept between steps.
+    A pane all of whose windows were reported before it arrived is dropped and
+    its rows counted (``dropped``); it never changes a reported window.
+    """
+
+    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keys, parts, key_fields):
+        self.size, self.slide = int(size), int(slide)
+        self.pane = math.gcd(self.size, self.slide)
+        self.keys, self.parts = list(keys), list(parts)
+        self.bind(outputs)
+        fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64())]
+        fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in self.parts]
+        self.table = pa.schema(fields).empty_table()
+        self.next_k = _INT_LOW
+        self.timer = None  # the event-time timer (ms) registered for this bucket, if any
+
+    def bind(self, outputs: Sequence[Output]) -> "PaneWindows":
+        """Give an unpickled state its outputs back; returns it."""
+        self.outputs = list(outputs)
+        return self
+
+    def __getstate__(self):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+            w.write_table(self.table.combine_chunks())
+        state = {k: v for k, v in self.__dict__.items() if k not in ("outputs", "table")}
+        state["table"] = sink.getvalue().to_pybytes()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.table = pa.ipc.open_stream(state["table"]).read_all()
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def first_open(self) -> int:
+        """The start of the first window not yet reported (``_INT_LOW`` before any was)."""
+        if self.next_k in (_INT_LOW, _INT_HIGH):
+            return self.next_k
+        return self.next_k * self.slide
+
+    def step(self, panes: Optional[pa.Table], watermark) -> tuple:
+        """Merge ``panes`` (rows of :func:`pane_schema`), close the windows ending at or before
+        the watermark (microseconds). Returns ``(closed, dropped)``: an Arrow table of keys,
+        window bounds and outputs (or None) and the rows of panes that came too late."""
+        dropped = 0
+        if panes is not None and panes.num_rows:
+            if self.next_k != _INT_LOW:
+                late = pc.less(panes.column(PANE_COLUMN), pa.scalar(self.first_open(), pa.int64()))
+                dropped = int(pc.sum(pc.filter(panes.column(ROWS_COLUMN), late)).as_py() or 0)
+                if dropped:
+                    panes = panes.filter(pc.invert(late))
+            if panes.num_rows:
+                self._merge(panes)
+        closed = self._close(watermark)
+        return closed, dropped
+
+    def _merge(self, panes: pa.Table) -> None:
+        names = self.table.schema.names
+        new = pa.Table.from_arrays([panes.column(n) for n in names], schema=self.table.schema)
+        both = pa.concat_tables([self.table, new])
+        groups = self.keys + [PANE_COLUMN]
+        merged = both.group_by(groups, use_threads=False).aggregate(
+            [(name, _THEN_COMBINE[part]) for _, part, name in self.parts])
+        merged = pa.Table.from_arrays(
+            [merged.column(n) for n in groups] + [merged.column(f"{name}_{_THEN_COMBINE[part]}")
+                                                  for _, part, name in self.parts], schema=self.table.schema)
+        self.table = merged.sort_by([(n, "ascending") for n in groups])
+
+    def _key_runs(self) -> np.ndarray:
+        """The key number of every pane (0, 1, ... in the table's order)."""
+        from .partition import _changes
+
+        n = self.table.num_rows
+        starts = np.zeros(n, np.bool_)
+        if n:
+            starts[0] = True
+        for name in self.keys:
+            starts |= _changes(self.table.column(name).combine_chunks(), None)
+        return np.cumsum(starts) - 1
+
+    def _close(self, watermark):
+        last = _last_closed(self.size, self.slide, watermark)
+        if last == _INT_LOW or last < self.next_k or not self.table.num_rows:
+            if last != _INT_LOW:
+                self.next_k = max(self.next_k, last + 1)
+                self._drop_reported()
+            return None
+        panes = self.table.column(PANE_COLUMN).to_numpy()
+        key = self._key_runs()
+        # window k holds pane p when k*slide <= p < k*slide + size; cut each pane's run of windows
+        # at the previous pane's (of the same key) so every window is named once
+        first_k = np.maximum((panes - self.size) // self.slide + 1, self.next_k)
+        last_k = np.minimum(panes // self.slide, last)
+        same = np.zeros(len(panes), np.bool_)
+        same[1:] = key[1:] == key[:-1]
+        first_k[1:] = np.where(same[1:], np.maximum(first_k[1:], last_k[:-1] + 1), first_k[1:])
+        spans = np.maximum(last_k - first_k + 1, 0)
+        total = int(spans.sum())
+        self.next_k = max(self.next_k, last + 1)
+        if not total:
+            self._drop_reported()
+            return None
+        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans)
+        ks = np.repeat(first_k, spans) + offsets
+        owner = np.repeat(key, spans)  # the key of each window
+        row_of_key = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        # every key on one time axis: pane index from the oldest pane, a key's after another's
+        low_pane = int(panes.min())
+        index = (panes - low_pane) // self.pane
+        stride = int(index.max()) + 1
+        axis = (key * stride + index).astype(np.float64)
+        starts = ks * self.slide
+        lows = np.maximum(-(-(starts - low_pane) // self.pane), 0)
+        highs = np.minimum((starts + self.size - 1 - low_pane) // self.pane, stride - 1)
+        lows, highs = (owner * stride + lows).astype(np.float64), (owner * stride + highs).astype(np.float64)
+        answers = {}
+        for _, part, name in self.parts:
+            spec = _compiled_spec(aggregations.get(_WINDOW_COMBINE[part]))
+            kernel, fresh = batch_kernel(spec, "float64")
+            bufs, st = fresh()
+            values = self.table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+            _, _, answers[name] = kernel(bufs, st, axis, values, np.zeros(len(axis), np.int64), lows, highs,
+                                         False, np.float64(-np.inf))
+        columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
+        self._drop_reported()
+        columns += [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
+        by_part = {(column, part): answers[name] for column, part, name in self.parts}
+        for output in self.outputs:
+            counts = by_part[(output.column, "nn")]
+            kind = type(output.monoid)
+            if kind is aggregations.Count:
+                out = counts.astype(np.int64)
+            elif kind is aggregations.Mean:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out = by_part[(output.column, "sum")] / counts
+            else:
+                out = by_part[(output.column, _PANE_PARTS[kind][1])]
+            columns.append(_to_arrow(out, counts.astype(np.int64), output, None))
+        names = self.keys + list(WINDOW_COLUMNS) + [o.name for o in self.outputs]
+        return pa.Table.from_arrays(columns, names=names)
+
+    def _drop_reported(self) -> None:
+        if self.next_k > _INT_HIGH:  # closed by an infinite watermark: nothing stays open
+            self.next_k = _INT_HIGH
+            self.table = self.table.slice(0, 0)
+        if self.next_k != _INT_LOW and self.table.num_rows:
+            keep = pc.greater_equal(self.table.column(PANE_COLUMN), pa.scalar(self.first_open(), pa.int64()))
+            self.table = self.table.filter(keep)
+
+    def next_end(self) -> Optional[int]:
+        """The end (microseconds) of the next window to close that holds panes, or None."""
+        if not self.table.num_rows or self.next_k >= _INT_HIGH:
+            return None
+        oldest = int(pc.min(self.table.column(PANE_COLUMN)).as_py())
+        first = max((oldest - self.size) // self.slide + 1, int(self.next_k))
+        return first * self.slide + self.size

@@ -97,13 +97,16 @@ def compile_kernels(outputs: Sequence[Output]) -> None:
     the kernels from the disk cache instead of each compiling the same ones at the
     same time (in local mode they share this machine's cache). Per-event and
     hopping windows run the same kernels: FiBA's batch step over float64 times
-    and the compaction that pickling a state runs.
+    and the compaction that pickling a state runs; hopping windows kept as panes
+    (count, sum, mean, max, min) also run sum, max and min over panes.
     """
     from ..window import batch_kernel, compact_kernel
 
+    from .hopping import pane_combiners
+
     specs = {s.key: s for s in [aggregations.get("count").compiled_for(np.dtype(np.float64))]
              + [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
-                if isinstance(o.monoid, aggregations.Aggregation)] if s is not None}
+                if isinstance(o.monoid, aggregations.Aggregation)] + pane_combiners(outputs) if s is not None}
     empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
     for spec in specs.values():
         kernel, fresh = batch_kernel(spec, "float64")
@@ -256,9 +259,22 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
               "keyed_columns": keyed, "dropped": accumulator}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
-    stream = df.withWatermark(order_by, lateness).groupBy(*keys).transformWithStateInPandas(
+    stream = _watermarked(df, order_by, lateness).groupBy(*keys).transformWithStateInPandas(
         processor, schema, "Append", "EventTime")
     return stream, DroppedEvents(accumulator)
+
+
+def _watermarked(df, order_by: str, lateness):
+    """``df`` with the watermark on ``order_by``, its rows still carrying a plain copy of that column.
+
+    The stateful operator drops, uncounted, input rows whose event-time column is
+    at or behind the previous micro-batch's watermark; without the event-time mark
+    on the column every row reaches the processor, which counts the late ones
+    (:class:`DroppedEvents`) or, with ``slide=``, keeps them in the windows not yet reported.
+    """
+    from pyspark.sql import functions as F
+
+    return df.withWatermark(order_by, lateness).withColumn(order_by, F.col(order_by) + F.expr("INTERVAL 0 SECONDS"))
 
 
 def _arrow_input_type(df, column):
@@ -316,7 +332,9 @@ def _hopping_processor_class():
             untimed = events[c["time"]].isna()
             events = events[~untimed]
             times = _micros(events[c["time"]])
-            late = times < watermark_ms * 1000 if watermark_ms > 0 else np.zeros(len(times), bool)
+            # as Spark's window(): an event still counts in the windows not yet reported; it is
+            # late (dropped, counted) when every window holding it has been reported
+            late = times < windows.first_open()
             if c["dropped"] is not None and (untimed.any() or late.any()):
                 c["dropped"].add(int(untimed.sum() + late.sum()))
             yield from self._step(key, windows, events[~late].reset_index(drop=True), times[~late], watermark_ms)
@@ -328,6 +346,119 @@ def _hopping_processor_class():
             pass
 
     return HoppingProcessor
+
+
+def _pane_processor_class():
+    from pyspark.sql.streaming import StatefulProcessor
+
+    from .hopping import PaneWindows
+
+    class PaneProcessor(StatefulProcessor):
+        """transformWithStateInPandas processor: a :class:`PaneWindows` per bucket of keys.
+
+        Per call: one state read, one write, and a timer changed only when the
+        next window end moves (the registered one is kept in the state).
+        """
+
+        def __init__(self, config):
+            self.config = config
+
+        def init(self, handle) -> None:
+            self.handle = handle
+            self.state = handle.getValueState("panes", "blob binary")
+
+        def _load(self) -> "PaneWindows":
+            c = self.config
+            stored = self.state.get()
+            if stored is not None:
+                return pickle.loads(stored[0]).bind(c["outputs"])
+            return PaneWindows(c["outputs"], c["size"], c["slide"], c["keys"], c["parts"], c["key_fields"])
+
+        def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
+            c = self.config
+            closed, dropped = windows.step(panes, watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
+            if dropped and c["dropped"] is not None:
+                c["dropped"].add(dropped)
+            end = windows.next_end()
+            timer = None if end is None else -(-end // 1000)  # ms: the watermark reaches the window's end
+            if timer != windows.timer:
+                if windows.timer is not None and windows.timer != expired:
+                    self.handle.deleteTimer(windows.timer)
+                if timer is not None:
+                    self.handle.registerTimer(timer)
+                windows.timer = timer
+            self.state.update((pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),))
+            if closed is not None and closed.num_rows:
+                yield _pane_frame(closed, c)
+
+        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+            c = self.config
+            frame = pd.concat(list(rows), ignore_index=True)
+            frame.columns = c["pane_schema"].names  # by position: Spark renames some of them
+            panes = pa.Table.from_pandas(frame, schema=c["pane_schema"], preserve_index=False)
+            yield from self._step(self._load(), panes, timerValues.getCurrentWatermarkInMs())
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
+            yield from self._step(self._load(), None, timerValues.getCurrentWatermarkInMs(),
+                                  expiredTimerInfo.getExpiryTimeInMs())
+
+        def close(self) -> None:
+            pass
+
+    return PaneProcessor
+
+
+def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
+    """The closed windows as the pandas frame Spark converts back (nulls as None or NaN)."""
+    from .hopping import WINDOW_COLUMNS
+
+    frame = {}
+    for name in config["columns"]:
+        column = closed.column(name)
+        if name in WINDOW_COLUMNS:
+            stamps = pd.to_datetime(column.to_numpy(), unit="us", utc=True)
+            frame[name] = stamps.tz_localize(None) if config["ntz"] else stamps
+        elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+            frame[name] = column.to_numpy()
+        else:
+            frame[name] = pd.Series(column.to_pylist(), dtype=object)
+    return pd.DataFrame(frame)
+
+
+#: How many buckets the keys of a hopping stream with pane-combinable outputs are hashed into: the
+#: stateful operator runs once per bucket and micro-batch, not once per key.
+KEY_BUCKETS = 64
+
+
+def _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type, buckets):
+    """:func:`sliding_stream` with ``slide=`` and pane-combinable outputs: rows become panes before
+    the stateful operator, which keeps every bucket's panes as arrays."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType, TimestampNTZType
+
+    from .batch import _arrow_type
+    from .hopping import BUCKET_COLUMN, WINDOW_COLUMNS, PaneCombine, pane_schema
+
+    accumulator = df.sparkSession.sparkContext.accumulator(0)
+    key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
+    schema = pane_schema(key_fields, parts)
+    pane = math.gcd(size_us, slide_us)
+    combine = PaneCombine(keys, order_by, pane, parts, schema, accumulator)
+    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
+    config = {"outputs": outputs, "size": size_us, "slide": slide_us, "keys": keys, "parts": parts,
+              "key_fields": key_fields, "columns": columns, "dropped": accumulator,
+              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema}
+    out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
+                            + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    bucketed = df.select(*needed).withWatermark(order_by, lateness) \
+        .withColumn(BUCKET_COLUMN, F.pmod(F.xxhash64(*keys), F.lit(int(buckets))).cast("int"))
+    panes = bucketed.mapInArrow(combine, from_arrow_schema(schema))
+    stream = panes.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
+        _pane_processor_class()(config), out_schema, "Append", "EventTime")
+    return stream, DroppedEvents(accumulator)
 
 
 def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
@@ -346,6 +477,12 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     clash = [o.name for o in outputs if o.name in taken]
     if clash:
         raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
+    from .hopping import pane_parts
+
+    parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
+    if parts is not None:
+        return _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type,
+                            KEY_BUCKETS)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
@@ -356,6 +493,6 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
     processor = _hopping_processor_class()(config)
-    stream = df.select(*needed).withWatermark(order_by, lateness).groupBy(*keys).transformWithStateInPandas(
+    stream = _watermarked(df.select(*needed), order_by, lateness).groupBy(*keys).transformWithStateInPandas(
         processor, schema, "Append", "EventTime")
     return stream, DroppedEvents(accumulator)
