@@ -221,6 +221,20 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     # With a commutative combine, an insert's new value is folded into each aggregate that
     # covers it (one combine per node, see repair_commutative) instead of refolding the nodes.
     COMMUTATIVE = bool(ops.commutative)
+    # Vector partials (sketches) with an in-place combine: the in-order round's folds write
+    # into the aggregate's row instead of allocating a new partial for each combine.
+    into = ops.combine_into
+
+    if into is None:
+        def fold_in(parts, slot, v):
+            """The partial at ``slot`` becomes itself (+) v."""
+            store(parts, slot, combine(load(parts, slot), v))
+    else:
+        def fold_in(parts, slot, v):
+            row = load(parts, slot)
+            into(row, row, v)
+
+    fold_in = flat(fold_in)
 
     # ------------------------------------------------------------ pool
     def new_bufs(cap):
@@ -521,6 +535,20 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         return combine(combine(load(parts, u(ints[LF] * E + W)), load(parts, u(root * E + W))),
                        load(parts, u(ints[RF] * E + W)))
 
+    if into is not None and FINGER:
+        def query(b, st):  # noqa: F811 - the same, folded into a row instead of allocated
+            # The answer goes to the root's overflow slot: an internal root keeps no local
+            # aggregate and holds an entry there only inside an insert. Like the FIFO
+            # algorithms' in-place queries, the row is overwritten by the next query.
+            parts, ints = b[PARTS], b[INTS]
+            root = ints[ROOT]
+            if ints[u(root * S + LEAF)] != 0:
+                return load(parts, u(root * E + W))
+            answer = load(parts, u(root * E + LOC))
+            into(answer, load(parts, u(ints[LF] * E + W)), load(parts, u(root * E + W)))
+            into(answer, answer, load(parts, u(ints[RF] * E + W)))
+            return answer
+
     # ------------------------------------------------------------ small helpers
     def child_index(b, p, x):
         ints = b[INTS]
@@ -715,7 +743,7 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         k = kind(b, x)
         if k == RIGHT or k == INNER:
             # the aggregate ends with the finger's youngest value: extend it, O(1)
-            store(parts, u(x * E + W), combine(load(parts, u(x * E + W)), v))
+            fold_in(parts, u(x * E + W), v)
             ints[u(x * S + CNT)] += 1
         else:
             repair_apart(b, x, 0, 1)
@@ -897,7 +925,27 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
         store(parts, u(x * E + W), acc)
         ints[u(r + CNT)] = n
 
+    if into is not None:
+        def drop_oldest_refold(b, x):  # noqa: F811 - the same, folding into the aggregate's row
+            keys, parts, ints = b[KEYS], b[PARTS], b[INTS]
+            r = x * S
+            n = ints[u(r + NK)] - 1
+            for j in range(n):
+                keys[u(x * E + j)] = keys[u(x * E + j + 1)]
+                store(parts, u(x * E + j), load(parts, u(x * E + j + 1)))
+            ints[u(r + NK)] = n
+            row = load(parts, u(x * E + W))
+            into(row, load(parts, u(x * E)), identity)  # n >= MINK >= 1 entries stay
+            for j in range(1, n):
+                into(row, row, load(parts, u(x * E + j)))
+            p = ints[u(r + PAR)]
+            if p != ints[ROOT]:  # younger than the whole leaf: the parent's left aggregate
+                into(row, row, load(parts, u(p * E + W)))
+                n += ints[u(p * S + CNT)]
+            ints[u(r + CNT)] = n
+
     drop_oldest_refold = flat(drop_oldest_refold)
+
 
     def evict(b, st):
         ints = b[INTS]
