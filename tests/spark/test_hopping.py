@@ -232,7 +232,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
             _assert_close(row[name], want[name], (row["k"], row["window_start"], name))
 
 
-def _native_stream(spark, folder, out, size, slide, lateness):
+def _native_stream(spark, folder, size, slide, lateness):
     from pyspark.sql import functions as F
 
     source = spark.readStream.schema("id long, origin string, ts timestamp, delay double") \
@@ -288,7 +288,7 @@ def test_stream_hopping_late_rows_and_a_restart_equal_spark_window_streaming(spa
                     partition_by="origin", order_by="ts", range="10 minutes", slide="4 minutes", aggs=aggs,
                     lateness="10 minutes")
             else:
-                stream = _native_stream(spark, folder, out, "10 minutes", "4 minutes", "10 minutes")
+                stream = _native_stream(spark, folder, "10 minutes", "4 minutes", "10 minutes")
             query = (stream.writeStream.format("parquet").option("path", str(out))
                      .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
             query.awaitTermination()

@@ -12,7 +12,8 @@ The aggregations are the mean and the maximum of ``v`` over windows of
 * ``native``: ``groupBy(key, window(ts, size, slide)).agg(avg(v), max(v))``,
   Spark's streaming aggregation (every event copied into size/slide windows);
 * ``hopping``: ``sliding_stream(..., range=size, slide=slide)``: the same rows,
-  one aggregator per key and output (panes of gcd(size, slide));
+  from panes of gcd(size, slide): rows combined per key and pane before the
+  stateful operator, which keeps each bucket of keys' panes as one state value;
 * ``per_event``: ``sliding_stream(..., range=size)``: a result for every event
   (its window ``[t - size, t]``); it has no slide and runs once per key count.
 

@@ -17,6 +17,14 @@ its rows in time order.
 
 Nothing here needs Spark: :func:`winagg.spark.sliding` (batch) and
 :func:`winagg.spark.streaming.sliding_stream` (Structured Streaming) feed it.
+
+Streaming, when every output is count, sum, mean, max or min of a number, a
+pane's partial is a few plain numbers (non-null count, sum, max, min), so the
+rows are combined into panes before Spark's stateful operator
+(:class:`PaneCombine`, one Arrow ``group_by`` per micro-batch partition) and
+the keys are hashed into buckets, each bucket's open panes kept as one small
+Arrow table (:class:`PaneWindows`): the Python stateful operator then sees a
+row per key and pane and runs once per bucket, not once per key.
 """
 
 from __future__ import annotations

@@ -225,7 +225,13 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     emitted once the watermark reaches the window's end: the rows of Spark's
     ``groupBy(keys, window(t, size, slide))`` in append mode. Each key keeps
     one aggregator per output, of panes of ``gcd(size, slide)`` (see
-    :mod:`winagg.spark.hopping`), not a copy of each event per window.
+    :mod:`winagg.spark.hopping`), not a copy of each event per window. When
+    every output is count, sum, mean, max or min of a number, rows are combined
+    into panes before the stateful operator, which keeps the panes of the keys
+    hashed into one of ``KEY_BUCKETS`` buckets as one state value (a checkpoint
+    must be resumed with the same number). As in Spark's window(), an event
+    behind the watermark still counts in its windows not yet reported; one whose
+    windows have all been reported is dropped and counted in ``dropped``.
 
     Returns ``(stream, dropped)``: the streaming DataFrame (append mode) and a
     :class:`DroppedEvents` counter.
