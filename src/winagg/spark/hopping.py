@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..registry import make
 from ..window import _INT_HIGH, _INT_LOW, batch_kernel
-from .partition import _DEFINED_WHEN_EMPTY, Output, _key_values, _to_arrow
+from .partition import Output, _key_values, _to_arrow, empty_is_null
 
 #: The name of the two columns that say which window a result row is.
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -133,7 +133,7 @@ class HoppingWindows:
         self.trees = [self._tree(o.monoid) for o in self.outputs]
         # per input column of an output that is null when empty: a tree counting its non-null values
         self.non_null = {o.column: _CompiledTree(_compiled_spec(aggregations.get("count")), self.pane)
-                         for o in self.outputs if not isinstance(o.monoid, _DEFINED_WHEN_EMPTY)}
+                         for o in self.outputs if empty_is_null(o.monoid)}
         self.panes = np.empty(0, np.int64)  # sorted pane starts with rows, still in an open window
         self.next_k = _INT_LOW  # every window below it is closed and reported
         self.seen = 0  # rows inserted so far (positions for argmin/argmax-like aggregations)

@@ -35,11 +35,6 @@ from ..driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, compiled
 from ..registry import info
 from ..rolling import choose_algorithm
 
-#: Aggregations whose empty window has an answer (``Aggregation.defined_when_empty``); every
-#: other gives null, as in SQL. Kept for the streaming layer, which reads it by this name.
-_DEFINED_WHEN_EMPTY = tuple(cls for cls in aggregations.BUILTINS if cls.defined_when_empty)
-
-
 def empty_is_null(monoid) -> bool:
     """True when a window without a value gives null: every monoid but the aggregations
     that declare an answer for it (``defined_when_empty``)."""

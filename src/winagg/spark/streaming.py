@@ -29,7 +29,7 @@ import pyarrow as pa
 from .. import aggregations
 from ..window import Window
 from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, _span
-from .partition import _DEFINED_WHEN_EMPTY, Output, _key_values, compiled_plan
+from .partition import Output, _key_values, compiled_plan, empty_is_null
 
 
 class _KeyState:
@@ -79,11 +79,11 @@ class _KeyState:
         done_times = times[final]
         for output, answer, span in zip(outputs, answers, self.spans_us):
             non_null = counts[(output.column, span)]
-            empty_is_null = not isinstance(output.monoid, _DEFINED_WHEN_EMPTY)
+            null_when_empty = empty_is_null(output.monoid)
             column = []
             for t in done_times.tolist():
                 value = answer.get(t)
-                if (empty_is_null and not non_null.get(t)) or (isinstance(value, float) and math.isnan(value)):
+                if (null_when_empty and not non_null.get(t)) or (isinstance(value, float) and math.isnan(value)):
                     value = None
                 column.append(value)
             done[output.name] = pd.Series(column, index=done.index, dtype=object)
