@@ -158,7 +158,7 @@ def _compiled_rolling(algo, monoid, spec, numeric, window, timed):
     # A row window never holds more rows than the input: allocate for that, not `window`.
     rows = int(min(window, max(n, 1))) if timed is None else None
     out = _run_kernel(algo, spec, numeric, rows, timed)
-    if getattr(monoid, "nan_without_values", False) and numeric.dtype.kind == "f":
+    if monoid.nan_without_values and numeric.dtype.kind == "f":
         out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
     if spec.key in _INTEGER_SUMS and numeric.shape[0]:
         longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
@@ -229,7 +229,7 @@ def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
         return run_out_of_order(driver, values, t, plan, driver.init(16))[0]
 
     out = run(spec, numeric)
-    if getattr(monoid, "nan_without_values", False) and numeric.dtype.kind == "f" and np.isnan(numeric).any():
+    if monoid.nan_without_values and numeric.dtype.kind == "f" and np.isnan(numeric).any():
         counts = run(aggregations.get("count").compiled_for(numeric.dtype), numeric)
         out = out.copy()
         out[counts == 0] = np.nan

@@ -51,19 +51,6 @@ class Aggregation(Monoid):
     #: Names under which :func:`winagg.aggregations.get` finds this class.
     aliases: tuple = ()
 
-    # What every window layer (winagg.rolling, winagg.Window, winagg.spark) reads about the
-    # aggregation's answers, so that a new aggregation declares it once, here.
-    #: A window without a value has an answer, the lowered identity (0 for count, an empty
-    #: sketch); otherwise it has none (null in Spark).
-    defined_when_empty = False
-    #: Items need only a stable key (count, sketches), so strings and other values run compiled.
-    keyed_input = False
-    #: The answer is one of the items: Spark keeps the input column's type.
-    keeps_input_type = False
-    #: ``winagg.rolling`` answers NaN, as pandas does, for a float window without a value, where
-    #: the identity's lowering would say 0, inf or -inf.
-    nan_without_values = False
-
     def __init__(self, *args, **kwargs):
         self._args = args
         self._kwargs = kwargs

@@ -35,10 +35,11 @@ from ..driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, compiled
 from ..registry import info
 from ..rolling import choose_algorithm
 
+
 def empty_is_null(monoid) -> bool:
     """True when a window without a value gives null: every monoid but the aggregations
     that declare an answer for it (``defined_when_empty``)."""
-    return not getattr(monoid, "defined_when_empty", False)
+    return not monoid.defined_when_empty
 
 
 @dataclass(frozen=True)
