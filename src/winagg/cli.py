@@ -34,7 +34,7 @@ def _warm(args) -> int:
     from winagg import blockscan
 
     start = time.perf_counter()
-    keys = blockscan.warm(args.aggs)
+    keys = blockscan.warm(args.aggs or blockscan.COMMON)
     print(f"winagg warm: {len(keys)} kernels ready in numba's cache ({', '.join(keys)}) "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "(float64 and int64 rows, sorted times) into numba's disk cache, so that "
                                       "the first call of a later process loads them instead of compiling. "
                                       "The README's setup runs it.")
-    warm.add_argument("--aggs", nargs="+", default=["sum", "mean", "std", "var", "max", "min", "count"],
+    warm.add_argument("--aggs", nargs="+",
                       help="aggregations to compile (default: sum mean std var max min count)")
     warm.set_defaults(func=_warm)
 

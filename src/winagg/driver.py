@@ -142,8 +142,7 @@ POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
 
 def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     """``(out, counts, state)``: ``driver`` (:func:`compiled_driver`, :func:`python_driver`) over ``plan``."""
-    if plan.room > state[1][0] + 1:  # st[0]: capacity - 1 (the grow rule of make_room)
-        state = driver.make_room(state, plan.room)
+    state = driver.make_room(state, plan.room)
     return driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
                         state, want_counts)
 
@@ -190,7 +189,7 @@ def python_driver(algorithm, monoid) -> Driver:
     ops = python_ops(monoid)
     funcs = algorithm.load().build(ops, **algorithm.options)
     return build_driver(funcs, build_evict_many(funcs, ops), _python_lift(monoid), monoid.lower, _python_out,
-                        _planned_position, _as_is)
+                        _planned_position, ops.jit)
 
 
 def _python_lift(monoid):
@@ -205,10 +204,6 @@ def _python_lift(monoid):
 
 def _python_out(n):
     return [None] * n
-
-
-def _as_is(fn):
-    return fn
 
 
 # ---------------------------------------------------------------- plans for whole arrays
@@ -391,10 +386,13 @@ class RangeFrames:
 
     def plan(self, valid, reset, group_start, times) -> Plan:
         live = self.tail - self.head
-        if live + valid.shape[0] > self.held.shape[0] or self.head > 0:
-            bigger = np.empty(max(self.held.shape[0], live + valid.shape[0]), self.time_type)
+        if live + valid.shape[0] > self.held.shape[0]:
+            bigger = np.empty(max(2 * self.held.shape[0], live + valid.shape[0]), self.time_type)
             bigger[:live] = self.held[self.head:self.tail]
-            self.held, self.head, self.tail = bigger, 0, live
+            self.held = bigger
+        elif self.head > 0:
+            self.held[:live] = self.held[self.head:self.tail]  # numpy copies overlapping slices safely
+        self.head, self.tail = 0, live
         evicts, emits, self.owner, positions, self.head, self.tail, self.seen, room = _range_frame_plan(
             valid, reset, group_start, times.astype(self.time_type, copy=False), self.span,
             self.held, self.head, self.tail, self.seen)
@@ -406,7 +404,6 @@ class RangeFrames:
         if isinstance(values, np.ndarray):
             return values[self.owner]
         return [values[j] for j in self.owner]
-
 
 
 # ---------------------------------------------------------------- out-of-order windows
@@ -563,7 +560,7 @@ def python_out_of_order_driver(algorithm, monoid, per_row: bool = True) -> Drive
     ops = python_ops(monoid)
     f = algorithm.load().build(ops, **algorithm.options)
     return build_out_of_order_driver(f, _python_lift(monoid), monoid.lower, _python_out, ops.alloc, ops.store,
-                                     _planned_position, _as_is, per_row)
+                                     _planned_position, ops.jit, per_row)
 
 
 def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:
