@@ -153,12 +153,16 @@ _compiled: dict = {}
 def compiled_funcs(algorithm, spec):
     """``(funcs, evict_many)``: the algorithm's compiled operations over ``spec`` and its count-based
     bulk eviction (native, or a loop of evicts), built once per process."""
-    key = ("funcs", algorithm.name, spec.key)
+    key = ("funcs", algorithm.name, _options_key(algorithm.options), spec.key)
     if key not in _compiled:
         ops = compiled_ops(spec)
         funcs = algorithm.load().build(ops, **algorithm.options)
         _compiled[key] = (funcs, build_evict_many(funcs, ops))
     return _compiled[key]
+
+
+def _options_key(options: dict) -> tuple:
+    return tuple(sorted(options.items()))
 
 
 def compiled_driver(algorithm, spec, dense: bool = False) -> Driver:
@@ -168,7 +172,7 @@ def compiled_driver(algorithm, spec, dense: bool = False) -> Driver:
     as ``winagg.rolling`` runs; False for any plan. Built once per process and cached on
     disk (:mod:`winagg.jitcache`).
     """
-    key = (algorithm.name, spec.key, dense)
+    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense)
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
         out_dtype = spec.out_dtype
@@ -193,7 +197,7 @@ def python_driver(algorithm, monoid) -> Driver:
 
 
 def _python_lift(monoid):
-    if getattr(monoid, "positional", False):
+    if monoid.positional:
         def lift(value, position):
             return monoid.lift((value, position))
     else:
@@ -523,7 +527,7 @@ def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"
     ("float64" or "int64"), built once per process per (options, aggregation, time type)."""
     opts = {**algorithm.options, **(options or {})}
     opts.pop("check", None)  # checks only matter to the Python aggregator
-    key = ("ooo funcs", algorithm.name, tuple(sorted(opts.items())), spec.key, time_type)
+    key = ("ooo funcs", algorithm.name, _options_key(opts), spec.key, time_type)
     if key not in _compiled:
         _compiled[key] = algorithm.load().build(compiled_ops(spec), times=time_type, **opts)
     return _compiled[key]

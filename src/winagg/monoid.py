@@ -54,6 +54,9 @@ class Monoid:
     #: ``winagg.rolling`` answers NaN, as pandas does, for a float window without a value, where
     #: the identity's lowering would say 0, inf or -inf.
     nan_without_values = False
+    #: ``lift`` takes a ``(value, position)`` pair, position being the item's arrival number
+    #: (argmin, argmax); the window layers pair each value with it.
+    positional = False
 
     def __init__(
         self,

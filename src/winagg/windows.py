@@ -222,7 +222,7 @@ class Multi(Monoid):
         super().__init__(tuple(m.identity for m in parts), combine, lift, lower,
                          commutative=all(m.commutative for m in parts),
                          name="multi(" + ",".join(f"{n}={m.name}" for n, m in self.members.items()) + ")")
-        self.positional = any(getattr(m, "positional", False) for m in parts)
+        self.positional = any(m.positional for m in parts)
         self._compiled: dict = {}
 
     def compiled_for(self, dtype):

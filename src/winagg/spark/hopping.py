@@ -39,7 +39,8 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..registry import make
-from ..window import _INT_HIGH, _INT_LOW, batch_kernel
+from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..range_batches import batch_kernel
 from .partition import Output, _key_values, _to_arrow, empty_is_null
 
 #: The name of the two columns that say which window a result row is.
@@ -79,7 +80,7 @@ class _CompiledTree:
     def __getstate__(self):
         # The description (compiled functions) is not state: HoppingWindows.bind gives it back.
         # A tree keeps the node pool of the largest batch it held: pickle one sized for its entries.
-        from ..window import compact_kernel
+        from ..range_batches import compact_kernel
 
         state = dict(self.__dict__)
         state.pop("spec")

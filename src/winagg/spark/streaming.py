@@ -100,7 +100,7 @@ def compile_kernels(outputs: Sequence[Output]) -> None:
     and the compaction that pickling a state runs; hopping windows kept as panes
     (count, sum, mean, max, min) also run sum, max and min over panes.
     """
-    from ..window import batch_kernel, compact_kernel
+    from ..range_batches import batch_kernel, compact_kernel
 
     from .hopping import pane_combiners
 
