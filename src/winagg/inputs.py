@@ -131,16 +131,42 @@ def _window_in_ticks(window, unit: str, count: int):
     return ticks if rest == 0 else None
 
 
+@nb.njit(cache=True)
+def _tick_counts(ticks):
+    """``(NaT ticks, lowest, highest, rows older than the row before)`` of int64 ticks in one
+    pass without a data-dependent branch, so that it vectorises (NaT is int64's minimum)."""
+    nats, unsorted = 0, 0
+    lowest, highest = INT64_MAX, INT64_MIN
+    previous = ticks[0]
+    for row in range(ticks.shape[0]):
+        tick = ticks[row]
+        nats += tick == INT64_MIN
+        lowest = min(lowest, tick)
+        highest = max(highest, tick)
+        unsorted += tick < previous
+        previous = tick
+    return nats, lowest, highest, unsorted
+
+
+def _tick_summary(ticks):
+    """``(first NaT row, lowest, highest, first row older than the row before it)`` of non-empty
+    int64 ticks (-1: none)."""
+    nats, lowest, highest, unsorted = _tick_counts(ticks)
+    nat = int(np.flatnonzero(ticks == INT64_MIN)[0]) if nats else -1
+    first_unsorted = int(np.flatnonzero(ticks[1:] < ticks[:-1])[0]) + 1 if unsorted else -1
+    return nat, lowest, highest, first_unsorted
+
+
 def _datetimes_as_ticks(t: np.ndarray, window):
-    """Datetime times as int64 ticks of their own unit (or of ns when the window needs it)."""
-    if np.isnat(t).any():
-        raise InvalidTimeError(f"times hold NaT at row {int(np.flatnonzero(np.isnat(t))[0])}")
+    """``(ticks, w, same)``: datetime times as int64 ticks of their own unit (or of ns when the
+    window needs it); ``same`` when the ticks are the times' own int64 view."""
     unit, count = np.datetime_data(t.dtype)
-    if unit in ("Y", "M"):  # calendar units have no fixed length: count in seconds
+    same = unit not in ("Y", "M")
+    if not same:  # calendar units have no fixed length: count in seconds
         t, unit, count = t.astype("datetime64[s]"), "s", 1
     w = _window_in_ticks(window, unit, count)
     if w is not None:
-        return t.view(np.int64), w
+        return t.view(np.int64), w, same
     # A window finer than the times' unit (times in seconds, window "1500ms"): nanoseconds.
     import pandas as pd
 
@@ -151,7 +177,7 @@ def _datetimes_as_ticks(t: np.ndarray, window):
         raise OverflowError(f"times in {unit} do not fit int64 nanoseconds, which the window "
                             f"{window!r} needs; give the window in whole {unit}")
     ns = ticks * np.int64(num) if den == 1 else ticks // np.int64(den)
-    return ns, pd.Timedelta(window).value
+    return ns, pd.Timedelta(window).value, False
 
 
 def _whole_window(w) -> int:
@@ -165,9 +191,9 @@ def _whole_window(w) -> int:
     return int(w)
 
 
-def _fit_int_times(t: np.ndarray, w: int):
-    """int64 times and window such that ``t - w`` never overflows (shifting every time alike)."""
-    lo, hi = (int(t.min()), int(t.max())) if t.size else (0, 0)
+def _fit_int_times(t: np.ndarray, w: int, lo: int, hi: int):
+    """int64 times and window such that ``t - w`` never overflows (shifting every time alike);
+    ``lo`` and ``hi`` are the lowest and highest time."""
     w = min(w, hi - lo + 1)  # a longer window holds every row anyway
     shift = 0
     if lo - w < INT64_MIN:
@@ -192,11 +218,24 @@ def as_times(times, window, rows: int):
     converted exactly), and are shifted, all by the same amount, when ``t - w`` would
     leave int64. Float times may not be NaN or infinite.
     """
+    t, w, _ = read_times(times, window, rows)
+    return t, w
+
+
+def read_times(times, window, rows: int):
+    """``(t, w, unsorted)``: :func:`as_times` and the first row whose time is older than the
+    time before it (-1 when the times are sorted), from one pass over integer times."""
     t = to_array(times, "times")
     if t.shape[0] != rows:
         raise ValueError(f"times has {t.shape[0]} rows but values has {rows}")
+    summary = None
     if t.dtype.kind == "M":
-        t, w = _datetimes_as_ticks(t, window)
+        summary = _tick_summary(t.view(np.int64)) if t.size else (-1, 0, 0, -1)
+        if summary[0] >= 0:
+            raise InvalidTimeError(f"times hold NaT at row {summary[0]}")
+        t, w, same = _datetimes_as_ticks(t, window)
+        if not same:
+            summary = None  # converted to another unit: summarise the new ticks
     elif t.dtype.kind in "iub":
         if isinstance(window, str) or not isinstance(window, (numbers.Real, np.number)):
             raise ValueError(f"a duration window ({window!r}) needs datetime times; "
@@ -219,5 +258,16 @@ def as_times(times, window, rows: int):
     if isinstance(w, bool) or not w > 0:
         raise ValueError(f"window must be positive, got {window!r}")
     if t.dtype.kind == "f":
-        return t.astype(np.float64, copy=False), w
-    return _fit_int_times(t, _whole_window(w))
+        t = t.astype(np.float64, copy=False)
+        unsorted = np.flatnonzero(t[1:] < t[:-1])
+        return t, w, int(unsorted[0]) + 1 if unsorted.size else -1
+    if not t.size:
+        return t.astype(np.int64), _whole_window(w), -1
+    if t.dtype.kind == "u" and int(t.max()) > INT64_MAX:
+        lo, hi, unsorted = int(t.min()), int(t.max()), np.flatnonzero(t[1:] < t[:-1])
+        unsorted = int(unsorted[0]) + 1 if unsorted.size else -1
+    else:
+        t = t.astype(np.int64, copy=False)
+        _, lo, hi, unsorted = summary if summary is not None else _tick_summary(t)
+    t, w = _fit_int_times(t, _whole_window(w), int(lo), int(hi))
+    return t, w, int(unsorted)

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import aggregations
 from .errors import OutOfOrderError
-from .inputs import as_times, describe_non_number, largest_magnitude, numeric_values, to_array
+from .inputs import describe_non_number, largest_magnitude, numeric_values, read_times, to_array
 from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
                      rolling_plan, row_plan, run, run_out_of_order, time_plan)
 from .registry import check_monoid_fits, info, out_of_order
@@ -105,14 +105,14 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         array = numeric if numeric.dtype.kind == "f" else array  # None read as NaN for Python monoids too
     unsorted = False
     if times is not None:
-        t, w = as_times(times, window, array.shape[0])
-        unsorted = t.size > 1 and bool((t[1:] < t[:-1]).any())
+        t, w, first_unsorted = read_times(times, window, array.shape[0])
+        unsorted = first_unsorted >= 0
     name = algorithm or (out_of_order().name if unsorted else
                          choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64))
     algo = info(name)
     check_monoid_fits(algo, monoid)
     if unsorted and algo.order == "fifo":
-        row = int(np.flatnonzero(t[1:] < t[:-1])[0]) + 1
+        row = first_unsorted
         raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
                               f"in-order algorithms need sorted times (use algorithm={out_of_order().name!r} or none)")
     if times is not None and algo.order == "any":
