@@ -165,7 +165,7 @@ def _njit_call(fn):
     return jitcache.njit(fn)
 
 
-def _njit_without_refcounts(fn):
+def njit_without_refcounts(fn):
     return jitcache.njit(fn, _nrt=False)
 
 
@@ -193,7 +193,7 @@ def compiled_ops(spec) -> Ops:
     # insert/evict/query round at window 4096: 52M rows/s as calls, 129M rows/s flat).
     vector = isinstance(spec.identity, np.ndarray)
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
-               _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
+               _njit_inline, _njit_call, _njit_call if vector else njit_without_refcounts,
                _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time,
                getattr(spec, "combine_into", None) if vector else None, bool(getattr(spec, "commutative", False)))
 

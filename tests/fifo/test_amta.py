@@ -122,7 +122,7 @@ def test_every_node_holds_its_items_and_levels_never_share_a_slot(log_block, scr
     # against the items it covers; check that the ranges the other operations derive from
     # (first, end) never put two live elements of kept levels in one slot of the ring,
     # growth included.
-    from winagg.fifo._mta import FOLD, build_tree
+    from winagg.fifo.mta_tree import FOLD, build_tree
 
     ops = python_ops(CONCAT)
     funcs = amta.build(ops, log_block=log_block)
@@ -149,7 +149,7 @@ def test_every_node_holds_its_items_and_levels_never_share_a_slot(log_block, scr
 
 
 def _check_nodes(bufs, state, items, get):
-    from winagg.fifo._mta import FOLD, MASK, in_order_slot_of
+    from winagg.fifo.mta_tree import FOLD, MASK, in_order_slot_of
 
     (vals, meta), (first, end, h) = bufs, state[1:4]
     if first == end:
@@ -184,7 +184,7 @@ def test_log_block_out_of_range_is_refused():
 def test_a_steady_window_keeps_its_block_level(window):
     # The tree's height swings between two values as the window slides; the block's level
     # must not follow it (each change rebuilds R, and a smaller block rebuilds levels).
-    from winagg.fifo._mta import FOLD
+    from winagg.fifo.mta_tree import FOLD
 
     funcs = amta.build(python_ops(winagg.aggregations.get("sum")))
     bufs, state = funcs.init(window)

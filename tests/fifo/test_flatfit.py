@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import winagg
-from winagg.fifo._multi_query import descending, multi_query_kernel
+from winagg.fifo.multi_query import descending, multi_query_kernel
 from winagg.registry import info
 from oracle import CONCAT, MATRIX, fifo_range_scripts, run_fifo_range_script, same_answer
 

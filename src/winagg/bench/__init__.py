@@ -27,7 +27,7 @@ EXPERIMENTS = {
     "fiba_latency": "winagg.bench.fiba_latency",
     "fiba_throughput": "winagg.bench.fiba_throughput",
     "fiba_flights": "winagg.bench.fiba_flights",
-    "window": "winagg.bench.window",
+    "window": "winagg.bench.event_windows",
     "spark": "winagg.bench.spark",
     "stream": "winagg.bench.stream",
     "peers": "winagg.bench.peers",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fifo._multi_query import descending, multi_query_kernel
+from ..fifo.multi_query import descending, multi_query_kernel
 from ..registry import info
 from ..rolling import rolling
 from . import common, ra_common

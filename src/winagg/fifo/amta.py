@@ -42,7 +42,7 @@ st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
 besides the block's.
 """
 
-from ._mta import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
+from .mta_tree import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
                    hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
 
@@ -70,8 +70,8 @@ def _out_of_line(ops):
     vector partials) ``ops.jit_loop`` as usual.
     """
     from .. import jitcache
-    from ..ops import _njit_without_refcounts
-    if ops.jit_loop is _njit_without_refcounts:
+    from ..ops import njit_without_refcounts
+    if ops.jit_loop is njit_without_refcounts:
         return lambda f: jitcache.njit(f, _nrt=False, forceinline=False, debug=True, boundscheck=False,
                                        _dbg_extend_lifetimes=False)
     return ops.jit_loop
@@ -452,4 +452,4 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
                     jit(removable), jit(oldest))
 
 
-from ._mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)
+from .mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)

@@ -7,14 +7,14 @@ pair's (O(1) query). An insert refreshes or creates one element per level
 aggregate as its left element). Evicting ``count`` items advances each
 level's head past the dropped branches and rebuilds the leftmost branch
 (Algorithm 2 with the digest's corrected pair count): O(log n) for one item
-or for millions. See :mod:`winagg.fifo._mta` for the representation.
+or for millions. See :mod:`winagg.fifo.mta_tree` for the representation.
 
 State: bufs ``(vals, meta)``; st ``(mask, first, end, h)`` with ``h`` levels.
 """
 
 from typing import Callable, NamedTuple
 
-from ._mta import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit, ring_size_for
+from .mta_tree import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit, ring_size_for
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(log n), query O(1), evict or bulk evict of any size O(log n)",
@@ -130,4 +130,4 @@ def build(ops, virtual: bool = False):
                     jit(removable), jit(oldest))
 
 
-from ._mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)
+from .mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)

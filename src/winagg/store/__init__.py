@@ -10,6 +10,6 @@ continues where it stopped.
 from .base import Store
 from .redis_store import RedisStore
 from .sqlite import SQLiteStore
-from .window import StoredWindow
+from .stored_window import StoredWindow
 
 __all__ = ["Store", "SQLiteStore", "RedisStore", "StoredWindow"]

@@ -1,6 +1,6 @@
 """The buffer a stored window's tree runs on: the store plus a write buffer and per-level read caches.
 
-The MTA tree built with ``virtual=True`` (:func:`winagg.fifo._mta.build_tree`)
+The MTA tree built with ``virtual=True`` (:func:`winagg.fifo.mta_tree.build_tree`)
 addresses element ``index`` of level ``level`` as the slot
 ``(level << 48) + index``. :class:`CachedLevels` is the ``vals`` buffer behind
 ``load``/``store`` for such a tree. It keeps, in local memory:
@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..errors import StoreCorruptError
-from ..fifo._mta import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
+from ..fifo.mta_tree import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
 
 #: Slots at this level are the AMTA stack (kept locally, see the module docstring).
 STACK_LEVEL = MAX_LEVELS

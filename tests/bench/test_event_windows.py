@@ -2,7 +2,7 @@
 
 import csv
 
-from winagg.bench import window as window_bench
+from winagg.bench import event_windows as window_bench
 from winagg.cli import main
 from measurements import is_measurement
 

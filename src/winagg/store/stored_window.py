@@ -11,7 +11,7 @@ from .. import aggregations
 from ..aggregator import check_time
 from ..errors import EmptyWindowError, OutOfOrderError
 from ..fifo import amta, lmta
-from ..fifo._mta_aggregator import MTAAggregator
+from ..fifo.mta_aggregator import MTAAggregator
 from ..ops import Ops
 from ..registry import info
 from .levels import TIME_LEVEL, CachedLevels

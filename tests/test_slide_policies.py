@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import winagg
-from winagg.windows import (CountWithMaxSize, Multi, SlidePolicy, enforce_policy, max_size_policy,
+from winagg.slide_policies import (CountWithMaxSize, Multi, SlidePolicy, enforce_policy, max_size_policy,
                             max_size_wsp, max_time_policy)
 
 from oracle import CONCAT

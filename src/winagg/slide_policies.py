@@ -10,7 +10,7 @@ policies all are). ``lmta`` and ``amta`` find that prefix with O(log n) tests
 and evict it in O(log n); every other algorithm tests the oldest items one
 by one.
 
->>> from winagg.windows import SlidePolicy, max_size_policy
+>>> from winagg.slide_policies import SlidePolicy, max_size_policy
 >>> monoid, wsp = max_size_policy()            # the paper's experiment policy
 >>> window = SlidePolicy(monoid, wsp, "amta")
 >>> [window.insert(size) for size in [3, 3, 3, 3, 2]]   # each item is the window size it wants
@@ -116,7 +116,7 @@ def enforce_policy(aggregator, wsp, total=None) -> int:
     """
     enforce = getattr(aggregator, "enforce", None)
     if enforce is None:
-        raise TypeError(f"{aggregator!r} has no native slide policy; use winagg.windows.SlidePolicy")
+        raise TypeError(f"{aggregator!r} has no native slide policy; use winagg.slide_policies.SlidePolicy")
     return enforce(wsp, total)
 
 
