@@ -42,8 +42,10 @@ st ``(mask, first, end, h, sp, R1)`` with ``h`` levels and ``sp`` stack entries
 besides the block's.
 """
 
+from types import SimpleNamespace
+
 from .mta_tree import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
-                   hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
+                       hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -99,18 +101,21 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         raise ValueError(f"log_block must be in 1..{MAX_LOG_BLOCK}, got {log_block}")
     if virtual:
         log_block = 1
-    combine, identity, jit = ops.combine, ops.identity, ops.jit
-    block = 1 << log_block
-    block_mask = block - 1
-    tree = build_tree(ops, virtual, in_order=True, suffix=block)
+    tree = build_tree(ops, virtual, in_order=True, suffix=1 << log_block)
     size_for, capacity_for = (ring_size_for, capacity_of) if virtual else (in_order_size_for, in_order_capacity_of)
-    get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
-    get_stack, put_stack = tree.get_stack, tree.put_stack
-    locate, put_item, get_node, put_node = tree.locate, tree.put_item, tree.get_node, tree.put_node
-    get_stack_at, put_stack_at = tree.get_stack_at, tree.put_stack_at
+    parts = _build_structure(ops, tree, log_block, size_for, capacity_for)
+    insert_event, evict_event = _build_events(ops, tree, parts, log_block)
+    return _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capacity_for)
+
+
+def _build_structure(ops, tree, log_block, size_for, capacity_for):
+    """The forest's structural steps (blocks, ranges, R0/R1 and the stack rebuilt from the levels),
+    run on the rare events; returns them in a namespace."""
+    combine, identity, jit = ops.combine, ops.identity, ops.jit
+    block_mask = (1 << log_block) - 1
+    get, put, pair_agg, put_stack, locate = tree.get, tree.put, tree.pair_agg, tree.put_stack, tree.locate
     item_slot, node_slot, stack_slot = tree.item_slot, tree.node_slot, tree.stack_slot
-    load_at, store_at, fold_run = tree.load_at, tree.store_at, tree.fold_run
-    hot = hot_path_jit(ops)
+    load_at, store_at = tree.load_at, tree.store_at
 
     def block_level_for(b, h):
         # The block's level (meta[FOLD]) for a tree of h levels whose block level is b: below
@@ -289,6 +294,22 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
 
     new_top = ops.jit_flat(new_top)  # compiled into insert_event, as rebuild
 
+    return SimpleNamespace(block_level_for=block_level_for, schedule=schedule, empty=empty, init=init,
+                           write_ranges=write_ranges, fill_suffixes=fill_suffixes, rebuild=rebuild,
+                           rebuild_apart=rebuild_apart, new_top=new_top)
+
+
+def _build_events(ops, tree, parts, log_block):
+    """``(insert_event, evict_event)``: what an insert or an eviction does when it reaches the
+    next scheduled event (a block's node falls due; the oldest tree or block runs out)."""
+    combine, identity = ops.combine, ops.identity
+    block_mask = (1 << log_block) - 1
+    locate, get_node, put_node = tree.locate, tree.get_node, tree.put_node
+    get_stack_at, put_stack_at = tree.get_stack_at, tree.put_stack_at
+    item_slot, node_slot, store_at, fold_run = tree.item_slot, tree.node_slot, tree.store_at, tree.fold_run
+    schedule, empty, rebuild, new_top = parts.schedule, parts.empty, parts.rebuild, parts.new_top
+    fill_suffixes = parts.fill_suffixes
+
     def insert_event(vals, meta, mask, first, end, h, sp, r1):
         # Item end - 1 is in and end + 1 is a multiple of the block (of 2 without blocks):
         # the node of the block two back is due (element m of a level exists once element
@@ -377,6 +398,19 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         return (mask, first, end, h, sp, r1)
 
     evict_event = _out_of_line(ops)(evict_event)
+
+    return insert_event, evict_event
+
+
+def _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capacity_for):
+    """The operations: the common step of each inline, the events out of line."""
+    combine, jit = ops.combine, ops.jit
+    block = 1 << log_block
+    block_mask = block - 1
+    get, repair_left, locate, put_item = tree.get, tree.repair_left, tree.locate, tree.put_item
+    get_stack, put_stack, get_stack_at = tree.get_stack, tree.put_stack, tree.get_stack_at
+    empty, write_ranges, rebuild_apart, init = parts.empty, parts.write_ranges, parts.rebuild_apart, parts.init
+    hot = hot_path_jit(ops)
 
     def insert(bufs, st, value):
         vals, meta = bufs
