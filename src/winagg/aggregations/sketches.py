@@ -91,7 +91,7 @@ def _bitwise_or(a, b):
     return a | b
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _bitwise_or_into(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] | b[i]
@@ -102,7 +102,7 @@ def _elementwise_max(a, b):
     return np.maximum(a, b)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _elementwise_max_into(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] if a[i] >= b[i] else b[i]
@@ -113,7 +113,7 @@ def _elementwise_add(a, b):
     return a + b
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _elementwise_add_into(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] + b[i]
