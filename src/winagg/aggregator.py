@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Optional
 
+from .capabilities import BulkEvict, SubWindow
 from .errors import EmptyWindowError, InvalidTimeError, OutOfOrderError, UnsupportedOperationError
 from .ops import python_ops
 
@@ -29,7 +30,7 @@ class FifoAggregator:
     item inserted without a time gets its arrival number (0, 1, 2, ...) as its
     time. Every operation either completes or raises and leaves the window as
     it was. Algorithms with a native bulk eviction or range query (their
-    ``build`` returns ``bulk_evict`` / ``range_query``) get them used here.
+    functions are a :class:`~winagg.capabilities.BulkEvict` / :class:`~winagg.capabilities.SubWindow`) get them used here.
     """
 
     def __init__(self, algorithm, monoid, capacity: int = 16, **options):
@@ -103,9 +104,8 @@ class FifoAggregator:
         check_time(time)
         count = bisect_right(self._times, time, self._head) - self._head
         if count:
-            native = getattr(self._funcs, "bulk_evict", None)
-            if native is not None:
-                self._state = native(self._bufs, self._state, count)
+            if isinstance(self._funcs, BulkEvict):
+                self._state = self._funcs.bulk_evict(self._bufs, self._state, count)
             else:
                 evict, bufs, state = self._funcs.evict, self._bufs, self._state
                 for _ in range(count):
@@ -129,8 +129,7 @@ class FifoAggregator:
         """
         if t_from is None and t_to is None:
             return self.monoid.lower(self._funcs.query(self._bufs, self._state))
-        range_query = getattr(self._funcs, "range_query", None)
-        if range_query is None:
+        if not isinstance(self._funcs, SubWindow):
             raise UnsupportedOperationError(
                 f"{self.algorithm.name!r} has no range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
         lo = self._head if t_from is None else bisect_left(self._times, check_time(t_from, "t_from"), self._head)
@@ -138,7 +137,7 @@ class FifoAggregator:
         first = self._state[1] - self._head  # absolute position of self._times[i] is first + i
         if hi <= lo:
             return self.monoid.lower(self.monoid.identity)
-        return self.monoid.lower(range_query(self._bufs, self._state, first + lo, first + hi))
+        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, first + lo, first + hi))
 
     def __len__(self) -> int:
         return len(self._times) - self._head

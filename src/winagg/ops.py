@@ -253,9 +253,10 @@ def build_regrow(ops: Ops):
 
 def build_evict_many(funcs: Funcs, ops: Ops):
     """``evict_many(bufs, st, count) -> st``: the algorithm's native bulk eviction, or a loop of evicts."""
-    native = getattr(funcs, "bulk_evict", None)
-    if native is not None:
-        return native
+    from .capabilities import BulkEvict
+
+    if isinstance(funcs, BulkEvict):
+        return funcs.bulk_evict
     evict = funcs.evict
 
     def evict_many(bufs, st, count):

@@ -1,10 +1,15 @@
-"""The table of algorithms: names, metadata, and ``make``.
+"""The table of algorithms: names, metadata, capabilities, and ``make``.
 
 Every module in ``winagg.fifo`` and ``winagg.ooo`` that defines ``INFO`` (a
 dict of :class:`AlgorithmInfo` fields) and ``build(ops, **options)`` is an
 algorithm, registered under its module name. A module may also define
 ``Aggregator`` (a class taking ``(info, monoid, **options)``) when the generic
 :class:`~winagg.aggregator.FifoAggregator` wrapper does not fit it.
+
+When it finds an algorithm, the registry builds it once in plain Python and
+reads what it offers from the functions it returns (the protocols of
+:mod:`winagg.capabilities`); an algorithm whose functions do not fit its
+``INFO`` is refused then, by name.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Tuple
 
 from . import aggregations
+from .capabilities import NATIVE, OUT_OF_ORDER, FifoWindow, native_operations, offered
 from .errors import NotInvertibleError, UnknownNameError
 
 if TYPE_CHECKING:
@@ -29,8 +35,10 @@ class AlgorithmInfo:
 
     ``order`` is ``"fifo"`` (items must arrive in time order) or ``"any"``;
     ``native`` lists the operations the algorithm does natively (the others
-    are loops of single operations); ``time`` and ``space`` are its paper's
-    bounds; ``options`` maps each option :func:`make` accepts to its default.
+    are loops of single operations): those its functions offer (``protocols``,
+    see :mod:`winagg.capabilities`) and any ``INFO`` names beyond them;
+    ``time`` and ``space`` are its paper's bounds; ``options`` maps each
+    option :func:`make` accepts to its default.
     """
 
     name: str
@@ -42,6 +50,11 @@ class AlgorithmInfo:
     paper: str
     native: Tuple[str, ...] = ("insert", "evict", "query")
     options: dict = field(default_factory=dict)
+    protocols: Tuple[type, ...] = (FifoWindow,)
+
+    def offers(self, protocol: type) -> bool:
+        """Whether the algorithm's functions satisfy ``protocol`` (:mod:`winagg.capabilities`)."""
+        return protocol in self.protocols
 
     def load(self):
         """The module that implements the algorithm (it defines ``build(ops, **options)``)."""
@@ -53,6 +66,30 @@ _PREFERRED = ("recalc", "soe", "b_int", "flatfat", "flatfit", "two_stacks", "two
               "daba", "daba_lite", "lmta", "amta", "fiba")
 
 
+def _register(name: str, module: str, mod) -> AlgorithmInfo:
+    """The algorithm's :class:`AlgorithmInfo`, its capabilities read from a plain-Python build;
+    TypeError naming the algorithm when its functions do not fit its ``INFO``."""
+    from .ops import python_ops
+
+    info = dict(mod.INFO)
+    declared = tuple(info.pop("native", ()))
+    funcs = mod.build(python_ops(aggregations.get("sum")), **info.get("options", {}))
+    protocols = offered(funcs)
+    needed = OUT_OF_ORDER if info["order"] == "any" else (FifoWindow,)
+    missing = [p.__name__ for p in needed if p not in protocols]
+    if missing:
+        raise TypeError(f"algorithm {name!r} ({module}) is {info['order']!r} but its build offers no "
+                        f"{', '.join(missing)} (see winagg.capabilities)")
+    native = native_operations(protocols)
+    covered = {op for ops in NATIVE.values() for op in ops}
+    unbacked = [op for op in declared if op in covered and op not in native]
+    if unbacked:
+        raise TypeError(f"algorithm {name!r} ({module}) declares {', '.join(unbacked)} native, but its "
+                        f"build has no function for it")
+    return AlgorithmInfo(name=name, module=module, native=native + tuple(op for op in declared if op not in native),
+                         protocols=protocols, **info)
+
+
 def _discover() -> dict:
     found = {}
     for package in ("fifo", "ooo"):
@@ -62,8 +99,7 @@ def _discover() -> dict:
                 continue
             mod = importlib.import_module(f"winagg.{package}.{module.name}")
             if hasattr(mod, "INFO") and hasattr(mod, "build"):
-                found[module.name] = AlgorithmInfo(name=module.name, module=f"{package}.{module.name}",
-                                                   **mod.INFO)
+                found[module.name] = _register(module.name, f"{package}.{module.name}", mod)
     rank = {name: i for i, name in enumerate(_PREFERRED)}
     return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 

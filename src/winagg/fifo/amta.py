@@ -52,7 +52,6 @@ INFO = dict(order="fifo", needs_inverse=False,
             time="insert and evict O(1) amortized (O(log n) worst case), query O(1), "
                  "bulk evict of any size O(log n)",
             space="about 2n partials (n items plus n internal nodes)", paper="001",
-            native=("insert", "evict", "query", "bulk_evict", "slide_policy"),
             options={})
 
 #: Blocks of 2**LOG_BLOCK items in memory (see build). 7 measured best of 3..9 at window 4096

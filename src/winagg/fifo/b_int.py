@@ -23,8 +23,7 @@ from ..ops import RangeFuncs, build_alloc_empty, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(1) amortized / O(log n) worst; evict O(1); query O(log n)",
-            space="2n", paper="000, 002 (baseline: Arasu-Widom B-Int)",
-            native=("insert", "evict", "query", "bulk_evict", "range_query"))
+            space="2n", paper="000, 002 (baseline: Arasu-Widom B-Int)")
 
 
 def build(ops):

@@ -19,7 +19,6 @@ from .mta_tree import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit,
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(log n), query O(1), evict or bulk evict of any size O(log n)",
             space="about 2n partials (n items plus n internal nodes)", paper="001",
-            native=("insert", "evict", "query", "bulk_evict", "slide_policy"),
             options={})
 
 
