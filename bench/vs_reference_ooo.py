@@ -70,7 +70,7 @@ def reference_rate(driver: Path, agg: str, n: int, d: int, rounds: int) -> float
 def winagg_loop(agg: str):
     """``loop(n, d, iterations) -> (last answer, size)``: the reference driver's rounds, compiled."""
     from winagg import aggregations, jitcache
-    from winagg.ooo._fiba_kernels import tree_funcs
+    from winagg.ooo.fiba_kernels import tree_funcs
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
     f = tree_funcs(spec, dict(min_arity=4, variant="finger", bulk=True), "int64")

@@ -23,7 +23,7 @@ import numpy as np
 from .. import jitcache, registry
 from ..driver import compiled_funcs
 from ..ops import power_of_two_at_least
-from ..ooo._fiba_kernels import tree_funcs
+from ..ooo.fiba_kernels import tree_funcs
 from . import common
 from .cycles import cycles_after, cycles_per_ns, read_cycles
 
@@ -224,12 +224,12 @@ def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
     """Bytes of the buffers a :class:`FilledWindow` allocates (numba zeroes them: all resident)."""
     opts = fiba_options(name)
     if opts is not None:
-        from ..ooo import _fiba_tree as tree
+        from ..ooo import fiba_layout as layout
 
         mu = opts["min_arity"]
-        nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * tree.MARGIN
-        slots = nodes * tree.slots_per_node(mu)
-        return slots * (partial_bytes(agg) + 8) + (tree.HEAD + nodes * (tree.ints_per_node(mu) + 1)) * 8
+        nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * layout.MARGIN
+        slots = nodes * layout.slots_per_node(mu)
+        return slots * (partial_bytes(agg) + 8) + (layout.RECORDS + nodes * (layout.ints_per_node(mu) + 1)) * 8
     space = registry.info(name).space  # "n + 1", "2n", "about 2n partials ...": buffers of n slots
     match = re.search(r"(\d*)\s*n\b", space)
     buffers = int(match[1]) if match and match[1] else 1

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import jitcache
-from ..ooo._fiba_kernels import tree_funcs
+from ..ooo.fiba_kernels import tree_funcs
 from . import common, fiba_common
 from .cycles import cycles_after, read_cycles
 

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Optional
 from ..aggregator import check_time
 from ..errors import EmptyWindowError, InvalidTimeError, OutOfOrderError
 from ..ops import python_ops
-from . import _fiba_tree as tree
+from . import fiba_layout as layout
+from .fiba_tree import build_tree
 
 INFO = dict(order="any", needs_inverse=False,
             time="O(1) query; amortized O(log d) insert, O(1) evict; bulk evict O(log m), "
@@ -47,12 +48,12 @@ def build(ops, min_arity: int = 4, variant: str = "finger", bulk: bool = True, c
 
     ``times`` is the compiled time type, "float64" (default) or "int64".
 
-    Returns a :class:`winagg.ooo._fiba_tree.TreeFuncs`: its first five fields
+    Returns a :class:`winagg.ooo.fiba_tree.TreeFuncs`: its first five fields
     follow the FIFO contract (``insert`` appends at the youngest time + 1), so
     the generic count and time kernels can run FiBA as an in-order window too.
     """
     check_options(min_arity, variant, bulk)
-    return tree.build_tree(ops, int(min_arity), variant == "finger", bulk, times)
+    return build_tree(ops, int(min_arity), variant == "finger", bulk, times)
 
 
 class Aggregator:
@@ -211,13 +212,13 @@ def check_invariants(agg: Aggregator) -> None:
     internal node on one spine) equal to the fold it stands for."""
     b, monoid, mu = agg._bufs, agg.monoid, agg.options["min_arity"]
     finger = agg.options["variant"] == "finger"
-    E, S = tree.slots_per_node(mu), tree.ints_per_node(mu)
+    E, S = layout.slots_per_node(mu), layout.ints_per_node(mu)
     keys, parts, ints = b
     nk, par, leaf, lsp, rsp, cnt = ((lambda x, f=f: ints[x * S + f])
-                                    for f in (tree.NK, tree.PAR, tree.LEAF, tree.LSP, tree.RSP, tree.CNT))
-    kid = lambda x, i: ints[x * S + tree.KID + i]  # noqa: E731
+                                    for f in (layout.N_ENTRIES, layout.PARENT, layout.IS_LEAF, layout.ON_LEFT_SPINE, layout.ON_RIGHT_SPINE, layout.COVERED))
+    kid = lambda x, i: ints[x * S + layout.CHILD + i]  # noqa: E731
     aggregate = lambda x: parts[x * E + 2 * mu]  # noqa: E731
-    root = ints[tree.ROOT]
+    root = ints[layout.ROOT]
     up = {}  # node -> (up aggregate, count)
     leaf_depths = set()
 
@@ -244,36 +245,36 @@ def check_invariants(agg: Aggregator) -> None:
         if leaf(x):
             leaf_depths.add(depth)
             if on_left or x == root:
-                assert ints[tree.LF] == x, "left finger is not the leftmost leaf"
+                assert ints[layout.LEFT_FINGER] == x, "left finger is not the leftmost leaf"
             if on_right or x == root:
-                assert ints[tree.RF] == x, "right finger is not the rightmost leaf"
+                assert ints[layout.RIGHT_FINGER] == x, "right finger is not the rightmost leaf"
         up[x] = (acc, count)
 
     visit(root, 0, None, None, False, False)
-    assert par(root) == tree.NIL, "root has a parent"
+    assert par(root) == layout.NIL, "root has a parent"
     assert len(leaf_depths) == 1, f"leaves at depths {leaf_depths}"
-    assert ints[tree.FRESH] <= ints[tree.CAP], "the pool ran past its capacity"
+    assert ints[layout.NEXT_FRESH] <= ints[layout.CAPACITY], "the pool ran past its capacity"
     assert agg._state[0] >= agg._state[2], "more entries than the pool's limit"
 
     def expected(x, local=False):
         n = nk(x)
         if not finger or (x != root and not lsp(x) and not rsp(x)):
             return up[x]
-        kind = tree.INNER if x == root else (tree.LEFT if lsp(x) else tree.RIGHT)
+        kind = layout.INNER if x == root else (layout.LEFT if lsp(x) else layout.RIGHT)
         acc, count = monoid.identity, 0
         p = par(x)
-        parent_term = p != tree.NIL and p != root and not local
-        if kind == tree.RIGHT and parent_term:
+        parent_term = p != layout.NIL and p != root and not local
+        if kind == layout.RIGHT and parent_term:
             acc, count = expected(p)
         for i in range(n + 1):
             if not leaf(x):
-                skip = (i == 0 and kind in (tree.INNER, tree.LEFT)) or (i == n and kind in (tree.INNER, tree.RIGHT))
+                skip = (i == 0 and kind in (layout.INNER, layout.LEFT)) or (i == n and kind in (layout.INNER, layout.RIGHT))
                 if not skip:
                     c = kid(x, i)
                     acc, count = monoid.combine(acc, up[c][0]), count + up[c][1]
             if i < n:
                 acc, count = monoid.combine(acc, parts[x * E + i]), count + 1
-        if kind == tree.LEFT and parent_term:
+        if kind == layout.LEFT and parent_term:
             pa, pc = expected(p)
             acc, count = monoid.combine(acc, pa), count + pc
         return acc, count
