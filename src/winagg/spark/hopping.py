@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..registry import make
+from ..registry import make, out_of_order
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import batch_kernel
 from .partition import Output, _key_values, _to_arrow, empty_is_null
@@ -97,7 +97,7 @@ class _PythonTree:
         self.monoid, self.rounding = monoid, rounding
         self.entry_times = np.empty(0, np.int64)
         self.positional = getattr(monoid, "positional", False)
-        self.tree = make("fiba", monoid)
+        self.tree = make(out_of_order().name, monoid)
 
     def step(self, times, values, positions, lows, highs, horizon):
         keep = [i for i, v in enumerate(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
