@@ -34,6 +34,9 @@ class CompiledSketch(Compiled):
     """
 
     combine_into: Any = None
+    #: ``combine_rows(out_buf, out, a_buf, a, b_buf, b)``: the combine of two rows of 2D
+    #: buffers written into a third, by index (no row views; see :class:`winagg.ops.Ops`)
+    combine_rows: Any = None
 
 _U = np.uint64
 _GOLDEN = _U(0x9E3779B97F4A7C15)
@@ -97,6 +100,12 @@ def _bitwise_or_into(out, a, b):
         out[i] = a[i] | b[i]
 
 
+@nb.njit(cache=True, inline="always")
+def _bitwise_or_rows(out_buf, out, a_buf, a, b_buf, b):
+    for i in range(out_buf.shape[1]):
+        out_buf[out, i] = a_buf[a, i] | b_buf[b, i]
+
+
 @nb.njit(cache=True)
 def _elementwise_max(a, b):
     return np.maximum(a, b)
@@ -108,6 +117,14 @@ def _elementwise_max_into(out, a, b):
         out[i] = a[i] if a[i] >= b[i] else b[i]
 
 
+@nb.njit(cache=True, inline="always")
+def _elementwise_max_rows(out_buf, out, a_buf, a, b_buf, b):
+    for i in range(out_buf.shape[1]):
+        x = a_buf[a, i]
+        y = b_buf[b, i]
+        out_buf[out, i] = x if x >= y else y
+
+
 @nb.njit(cache=True)
 def _elementwise_add(a, b):
     return a + b
@@ -117,6 +134,12 @@ def _elementwise_add(a, b):
 def _elementwise_add_into(out, a, b):
     for i in range(out.shape[0]):
         out[i] = a[i] + b[i]
+
+
+@nb.njit(cache=True, inline="always")
+def _elementwise_add_rows(out_buf, out, a_buf, a, b_buf, b):
+    for i in range(out_buf.shape[1]):
+        out_buf[out, i] = a_buf[a, i] + b_buf[b, i]
 
 
 @nb.njit(cache=True)
@@ -253,7 +276,7 @@ class Bloom(Aggregation):
 
         self._spec = CompiledSketch(f"bloom{bits}x{hashes}p{probe!r}", lift, _bitwise_or, lower, empty,
                                     vector_layout(bits // 64, np.uint64), np.float64,
-                                    combine_into=_bitwise_or_into)
+                                    combine_into=_bitwise_or_into, combine_rows=_bitwise_or_rows)
         Aggregation._init_python(
             self, empty, _bitwise_or.py_func, _python_lift(lift_key, empty),
             lambda filt: BloomFilter(filt, hashes, contains_key, estimate), True, "bloom")
@@ -349,7 +372,8 @@ class CountMin(Aggregation):
 
         self._spec = CompiledSketch(f"countmin{width}x{depth}p{probe!r}", lift, _elementwise_add, lower, empty,
                                     vector_layout(width * depth, np.int64), np.float64, _elementwise_negate,
-                                    exact_inverse=True, combine_into=_elementwise_add_into)
+                                    exact_inverse=True, combine_into=_elementwise_add_into,
+                                    combine_rows=_elementwise_add_rows)
         Aggregation._init_python(
             self, empty, _elementwise_add.py_func, _python_lift(lift_key, empty),
             lambda counts: CountMinSketch(counts, estimate_key), True, "countmin",
@@ -421,7 +445,7 @@ class HyperLogLog(Aggregation):
         empty = np.zeros(1 << precision, np.uint8)
         self._spec = CompiledSketch(f"hll{precision}", lift, _elementwise_max, estimate, empty,
                                     vector_layout(1 << precision, np.uint8), np.float64,
-                                    combine_into=_elementwise_max_into)
+                                    combine_into=_elementwise_max_into, combine_rows=_elementwise_max_rows)
         Aggregation._init_python(
             self, empty, _elementwise_max.py_func, _python_lift(lift_key, empty),
             lambda regs: float(estimate(regs)), True, "hyperloglog")

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..aggregator import FifoAggregator
 from ..errors import EmptyWindowError
-from ..ops import build_alloc_empty, power_of_two_at_least
+from ..ops import build_alloc_empty, copy_row, power_of_two_at_least, store_row
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(log n) per insert/evict/query; O(m + m log(n/m)) per batch of m changes",
@@ -70,23 +70,38 @@ def build(ops):
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
     alloc_empty = build_alloc_empty(ops)
-    into = ops.combine_into  # see refresh_path
+    rows = ops.combine_rows  # see refresh_path
 
     def new_tree(cap):
         return alloc_empty(2 * cap)
 
     new_tree = ops.jit_call(new_tree)
 
+    # put(buf, slot, partial), move(dst_buf, dst, src_buf, src) and refold(buf, node) (a node
+    # from its children): by value for scalar and tuple partials, row by row for vector ones
+    def put(buf, slot, value):
+        store(buf, slot, value)
+
+    def move(dst_buf, dst, src_buf, src):
+        store(dst_buf, dst, load(src_buf, src))
+
+    def refold(buf, node):
+        store(buf, node, combine(load(buf, 2 * node), load(buf, 2 * node + 1)))
+
+    if rows is None:
+        put, move, refold = jit(put), jit(move), jit(refold)
+    else:
+        put, move = store_row, copy_row
+
+        def refold(buf, node):
+            rows(buf, node, buf, 2 * node, buf, 2 * node + 1)
+
+        refold = jit(refold)
+
     def rebuild(buf, cap):
         # Algorithm 1: every internal node from its children, bottom up (cap - 1 combines)
         for node in range(cap - 1, 0, -1):
-            store(buf, node, combine(load(buf, 2 * node), load(buf, 2 * node + 1)))
-
-    if into is not None:
-
-        def rebuild(buf, cap):
-            for node in range(cap - 1, 0, -1):
-                into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
+            refold(buf, node)
 
     rebuild = ops.jit_call(rebuild)
 
@@ -104,15 +119,16 @@ def build(ops):
     refresh_path = jit(refresh_path)
 
     # Vector partials (sketches) with an in-place combine: every node is recomputed inside its
-    # own row and the query folds into the unused slot 0, so that an insert, an evict or a query
-    # allocates nothing (a combine returning a new 4096-bit filter per level cost more than the
-    # bit operations; FlatFAT's Bloom round ran at about half the C++ reference's rate).
-    if into is not None:
+    # own row, by row index, and the query folds into the unused slot 0, so that an insert, an
+    # evict or a query neither allocates nor makes a view of a row (a combine returning a new
+    # 4096-bit filter per level, then the two reference-count updates of each row view, cost
+    # more than the bit operations).
+    if rows is not None:
 
         def refresh_path(buf, node, value):
             while node > 1:
                 node >>= 1
-                into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
+                rows(buf, node, buf, 2 * node, buf, 2 * node + 1)
 
         refresh_path = jit(refresh_path)
 
@@ -122,16 +138,7 @@ def build(ops):
             lo >>= 1
             hi >>= 1
             for node in range(lo, hi + 1):
-                store(buf, node, combine(load(buf, 2 * node), load(buf, 2 * node + 1)))
-
-    if into is not None:
-
-        def refresh_span(buf, lo, hi):
-            while lo > 1:
-                lo >>= 1
-                hi >>= 1
-                for node in range(lo, hi + 1):
-                    into(load(buf, node), load(buf, 2 * node), load(buf, 2 * node + 1))
+                refold(buf, node)
 
     refresh_span = jit(refresh_span)
 
@@ -200,14 +207,14 @@ def build(ops):
     def insert(buf, st, value):
         mask, first, end = st
         node = mask + 1 + (end & mask)
-        store(buf, node, value)
+        put(buf, node, value)
         refresh_path(buf, node, value)
         return (mask, first, end + 1)
 
     def evict(buf, st):
         mask, first, end = st
         node = mask + 1 + (first & mask)
-        store(buf, node, identity)
+        put(buf, node, identity)
         refresh_path(buf, node, identity)
         return (mask, first + 1, end)
 
@@ -223,7 +230,7 @@ def build(ops):
         cap = mask + 1
         return combine(suffix(buf, cap + front), prefix(buf, cap + back))
 
-    if into is not None:
+    if rows is not None:
 
         def query(buf, st):
             mask, first, end = st
@@ -237,12 +244,11 @@ def build(ops):
             # the suffix appends right siblings bottom up; the prefix's left siblings are
             # appended top down, then its leaf
             cap = mask + 1
-            acc = load(buf, 0)
             node = cap + front
-            store(buf, 0, load(buf, node))
+            copy_row(buf, 0, buf, node)
             while node > 1:
                 if not node & 1:
-                    into(acc, acc, load(buf, node + 1))
+                    rows(buf, 0, buf, 0, buf, node + 1)
                 node >>= 1
             leaf = cap + back
             shift = 0
@@ -252,9 +258,9 @@ def build(ops):
                 shift -= 1
                 above = leaf >> shift
                 if above & 1:
-                    into(acc, acc, load(buf, above - 1))
-            into(acc, acc, load(buf, leaf))
-            return acc
+                    rows(buf, 0, buf, 0, buf, above - 1)
+            rows(buf, 0, buf, 0, buf, leaf)
+            return load(buf, 0)
 
     def range_query(buf, st, pos_from, pos_to):
         mask = st[0]
@@ -270,21 +276,21 @@ def build(ops):
     def bulk_evict(buf, st, count):
         mask, first, end = st
         for pos in range(first, first + count):
-            store(buf, mask + 1 + (pos & mask), identity)
+            put(buf, mask + 1 + (pos & mask), identity)
         refresh_positions(buf, mask, first, first + count)
         return (mask, first + count, end)
 
     def bulk_insert(buf, st, partials, count):
         mask, first, end = st
         for k in range(count):
-            store(buf, mask + 1 + ((end + k) & mask), load(partials, k))
+            put(buf, mask + 1 + ((end + k) & mask), load(partials, k))
         refresh_positions(buf, mask, end, end + count)
         return (mask, first, end + count)
 
     def write(buf, st, pos, value):
         mask = st[0]
         node = mask + 1 + (pos & mask)
-        store(buf, node, value)
+        put(buf, node, value)
         refresh_path(buf, node, value)
         return st
 
@@ -298,7 +304,7 @@ def build(ops):
         nodes = np.empty(count, np.int64)
         for k in range(count):
             node = cap + (positions[k] & mask)
-            store(buf, node, load(partials, k))
+            put(buf, node, load(partials, k))
             nodes[k] = node
         nodes.sort()
         dirty = count
@@ -309,7 +315,7 @@ def build(ops):
                 if kept == 0 or nodes[kept - 1] != parent:
                     nodes[kept] = parent
                     kept += 1
-                    store(buf, parent, combine(load(buf, 2 * parent), load(buf, 2 * parent + 1)))
+                    refold(buf, parent)
             dirty = kept
         return st
 
@@ -318,7 +324,7 @@ def build(ops):
         new_cap = new_mask + 1
         new_buf = new_tree(new_cap)
         for pos in range(first, end):
-            store(new_buf, new_cap + (pos & new_mask), load(buf, mask + 1 + (pos & mask)))
+            move(new_buf, new_cap + (pos & new_mask), buf, mask + 1 + (pos & mask))
         rebuild(new_buf, new_cap)
         return new_buf, (new_mask, first, end)
 
@@ -337,10 +343,10 @@ def build(ops):
         for pos in range(first, end):
             if alive[pos - first]:
                 if to != pos:  # to < pos: the slot read was not yet overwritten
-                    store(buf, cap + (to & mask), load(buf, cap + (pos & mask)))
+                    move(buf, cap + (to & mask), buf, cap + (pos & mask))
                 to += 1
         for pos in range(to, end):
-            store(buf, cap + (pos & mask), identity)
+            put(buf, cap + (pos & mask), identity)
         rebuild(buf, cap)
         return (mask, first, to)
 
