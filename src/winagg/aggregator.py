@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 from .capabilities import BulkEvict, SubWindow
 from .errors import EmptyWindowError, InvalidTimeError, OutOfOrderError, UnsupportedOperationError
 from .ops import python_ops
+from .state import capacity, size
 
 
 def check_time(time, what="time"):
@@ -87,8 +88,7 @@ class FifoAggregator:
         self._arrivals += len(values)
 
     def _make_room(self, count):
-        # st = (mask, first, end, ...): capacity is mask + 1
-        while self._state[2] - self._state[1] + count > self._state[0] + 1:
+        while size(self._state) + count > capacity(self._state):
             self._bufs, self._state = self._funcs.grow(self._bufs, self._state)
 
     # ------------------------------------------------------------ evicting

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 import numba as nb
 import numpy as np
 
-from . import jitcache
+from . import jitcache, state
 from .ops import build_evict_many, compiled_ops, python_ops
 
 
@@ -85,15 +85,17 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
     DENSE = dense  # a constant of the closure: numba drops the branch not taken
+    named = state.accessors(jit is jitcache.njit)
+    capacity, size = named.capacity, named.size
 
-    def make_room(state, room):
-        bufs, st = state
-        while room > st[0] + 1:
+    def make_room(window_state, room):
+        bufs, st = window_state
+        while room > capacity(st):
             bufs, st = grow(bufs, st)
         return bufs, st
 
-    def drive(values, evicts, inserts, emits, positions, window, state, want_counts):
-        bufs, st = state
+    def drive(values, evicts, inserts, emits, positions, window, window_state, want_counts):
+        bufs, st = window_state
         n = values.shape[0]
         out = new_out(n)
         counts = np.empty(n if want_counts else 0, np.int64)
@@ -119,7 +121,7 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                 if every_emit or emits[k]:
                     out[k] = lower(query(bufs, st))
                     if want_counts:
-                        counts[k] = st[2] - st[1]
+                        counts[k] = size(st)
         return out, counts, (bufs, st)
 
     return Driver(jit(drive), jit(make_room), funcs.init)
@@ -461,12 +463,15 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     insert_at, evict, evict_upto, query, range_query = f.insert_at, f.evict, f.evict_upto, f.query, f.range_query
     bulk_insert, reserve, oldest, youngest = f.bulk_insert, f.reserve, f.oldest, f.youngest
     PER_ROW = per_row  # a constant of the closure: numba drops the branch not taken
+    named = state.accessors(jit is jitcache.njit)
+    free_entries, entries = named.free_entries, named.size
 
-    def make_room(state, room):
-        return reserve(state[0], state[1], room)
+    def make_room(tree_state, room):
+        return reserve(tree_state[0], tree_state[1], room)
 
-    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, state, want_counts):
-        b, st = state
+    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, tree_state,
+              want_counts):
+        b, st = tree_state
         n = horizons.shape[0]
         out = new_out(n)
         counts = np.empty(n if want_counts else 0, np.int64)
@@ -474,13 +479,13 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
         cursor = 0
         for k in range(n):
             if PER_ROW:
-                if st[0] - st[2] < 1:  # the pool grows rarely: no call on the other rows
+                if free_entries(st) < 1:  # the pool grows rarely: no call on the other rows
                     b, st = reserve(b, st, 1)
                 st = insert_at(b, st, times[k], lift(values[k], position(positions, k)))
             else:
                 m = adds[k]
                 if m == 1:
-                    if st[0] - st[2] < 1:
+                    if free_entries(st) < 1:
                         b, st = reserve(b, st, 1)
                     st = insert_at(b, st, times[cursor], lift(values[cursor], position(positions, cursor)))
                 elif m > 1:
@@ -491,9 +496,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                     st = bulk_insert(b, st, times[cursor:cursor + m], partials, m)
                 cursor += m
                 for _ in range(evicts[k]):
-                    if st[2] > 0:
+                    if entries(st) > 0:
                         st = evict(b, st)
-            if st[2] > 0 and oldest(b) <= horizons[k]:
+            if entries(st) > 0 and oldest(b) <= horizons[k]:
                 st = evict_upto(b, st, horizons[k])
             if row_ranges:
                 # Row k's entry stays (its time is above the horizon), so the window is not empty.
@@ -510,7 +515,7 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 # always open below: range_query inlined with a constant flag folds its branches
                 out[k] = lower(range_query(b, st, lo, hi, True))
             if want_counts:
-                counts[k] = st[2]
+                counts[k] = entries(st)
         return out, counts, (b, st)
 
     return Driver(jit(drive), jit(make_room), f.init)

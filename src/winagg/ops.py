@@ -114,7 +114,7 @@ class Funcs(NamedTuple):
     window holds positions ``first .. end - 1``.
 
     ``init(capacity) -> (bufs, st)``; ``insert(bufs, st, partial) -> st``
-    (the caller grows first when the window is full: ``size(st) > st[0]``);
+    (the caller grows first when the window is full: :func:`winagg.state.full`);
     ``evict(bufs, st) -> st`` (the caller guarantees a non-empty window);
     ``query(bufs, st) -> partial``; ``grow(bufs, st) -> (bufs, st)`` doubles
     the capacity.
@@ -143,16 +143,6 @@ class RangeFuncs(NamedTuple):
     grow: Callable
     bulk_evict: Callable
     range_query: Callable
-
-
-def size(st) -> int:
-    """Number of items in a window state (``end - first``)."""
-    return st[2] - st[1]
-
-
-def full(st) -> bool:
-    """True when the next insert needs ``grow`` first."""
-    return st[2] - st[1] > st[0]
 
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jitcache
+from .state import COMPILED
 from .driver import NO_ANSWER, RANGE, compiled_out_of_order_driver, just_below, out_of_order_funcs, \
     python_out_of_order_driver
 
@@ -75,6 +76,7 @@ def batch_kernel(spec, time_type: str):
     below = _int_below if time_type == "int64" else _float_below
     lowest = np.iinfo(np.int64).min if time_type == "int64" else -np.inf
     steps = _compiled_steps
+    entries, limit = COMPILED.size, COMPILED.limit
 
     @jitcache.njit
     def kernel(b, st, when, values, positions, lows, highs, low_open, horizon):
@@ -84,7 +86,7 @@ def batch_kernel(spec, time_type: str):
         out, _, state = drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs, positions,
                               horizon, (b, st), False)
         b, st = state
-        if st[2] == 0 and st[0] > _KEEP_CAPACITY:
+        if entries(st) == 0 and limit(st) > _KEEP_CAPACITY:
             b, st = init(_FRESH_CAPACITY)
         return b, st, out[:lows.shape[0]]
 

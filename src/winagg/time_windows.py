@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .event_time import INT_HIGH, INT_LOW, EventTimes, as_time_type
+from .state import limit
+from .state import size as entries
 
 
 class WindowResult(NamedTuple):
@@ -225,13 +227,14 @@ class TimeWindows:
         state["_runner"] = None  # compiled functions and closures are rebuilt after unpickling
         # A tree keeps the node pool of the largest batch it ever held; pickle (Spark state,
         # checkpoints) a copy sized for what the window holds now.
-        if self.spec is not None and self.state is not None and self.state[1][0] > 2 * self.state[1][2] + 64:
+        if self.spec is not None and self.state is not None and \
+                limit(self.state[1]) > 2 * entries(self.state[1]) + 64:
             from .range_batches import compact_kernel
 
             bufs, st = self.state
             kernel = compact_kernel(self.spec, self.time_type)
             compact_bufs, compact_st = kernel(bufs, st, np.unique(self.live))
-            if compact_st[2] == st[2]:
+            if entries(compact_st) == entries(st):
                 state["state"] = (compact_bufs, compact_st)
         return state
 

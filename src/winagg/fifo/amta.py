@@ -461,7 +461,8 @@ def _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capa
 
     def query(bufs, st):
         vals, meta = bufs
-        return combine(get_stack_at(vals, locate(meta, st[0]), SUFFIX + (st[1] & block_mask)), st[5])
+        mask, first, _, _, _, r1 = st
+        return combine(get_stack_at(vals, locate(meta, mask), SUFFIX + (first & block_mask)), r1)
 
     def grow(bufs, st):
         mask, first, end, h, sp, r1 = st
@@ -474,12 +475,14 @@ def _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capa
 
     def removable(bufs, st, total, removed, wsp):
         vals, meta = bufs
-        write_ranges(meta, st[1], st[2], st[3])
-        repair_left(vals, meta, st[3])  # the search reads the leftmost branch
-        return tree.removable(vals, meta, st[3], True, total, removed, wsp)
+        _, first, end, h, _, _ = st
+        write_ranges(meta, first, end, h)
+        repair_left(vals, meta, h)  # the search reads the leftmost branch
+        return tree.removable(vals, meta, h, True, total, removed, wsp)
 
     def oldest(bufs, st):
-        return get(bufs[0], bufs[1], 0, st[1])
+        _, first, _, _, _, _ = st
+        return get(bufs[0], bufs[1], 0, first)
 
     return MTAFuncs(jit(init), hot(insert), evict_one, jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))

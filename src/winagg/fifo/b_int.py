@@ -76,10 +76,12 @@ def build(ops):
         return (mask, first + count, end)
 
     def query(buf, st):
-        return fold(buf, st[0], st[1], st[2])
+        mask, first, end = st
+        return fold(buf, mask, first, end)
 
     def range_query(buf, st, pos_from, pos_to):
-        return fold(buf, st[0], pos_from, pos_to)
+        mask, _, _ = st
+        return fold(buf, mask, pos_from, pos_to)
 
     def grow(buf, st):
         mask, first, end = st

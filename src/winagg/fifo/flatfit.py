@@ -215,10 +215,12 @@ def build(ops):
         return (mask, first + count, end)
 
     def query(bufs, st):
-        return window_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], st[1], st[2])
+        mask, first, end = st
+        return window_fold(bufs[0], bufs[1], bufs[2], bufs[3], mask, first, end)
 
     def range_query(bufs, st, pos_from, pos_to):
-        return range_fold(bufs[0], bufs[1], bufs[2], bufs[3], st[0], pos_from, pos_to)
+        mask, _, _ = st
+        return range_fold(bufs[0], bufs[1], bufs[2], bufs[3], mask, pos_from, pos_to)
 
     def grow(bufs, st):
         mask, first, end = st

@@ -106,7 +106,8 @@ def build(ops, virtual: bool = False):
 
     def query(bufs, st):
         vals, meta = bufs
-        top = st[3] - 1
+        _, _, _, h = st
+        top = h - 1
         lo = meta[LO + top]
         hi = meta[HI + top]
         if hi - lo == 2:
@@ -116,14 +117,17 @@ def build(ops, virtual: bool = False):
         return identity
 
     def grow(bufs, st):
-        vals, meta = tree.regrow(bufs[0], bufs[1], st[3], 0)
-        return (vals, meta), (capacity_of(meta[MASK] + 1) - 1, st[1], st[2], st[3])
+        _, first, end, h = st
+        vals, meta = tree.regrow(bufs[0], bufs[1], h, 0)
+        return (vals, meta), (capacity_of(meta[MASK] + 1) - 1, first, end, h)
 
     def removable(bufs, st, total, removed, wsp):
-        return tree.removable(bufs[0], bufs[1], st[3], False, total, removed, wsp)
+        _, _, _, h = st
+        return tree.removable(bufs[0], bufs[1], h, False, total, removed, wsp)
 
     def oldest(bufs, st):
-        return get(bufs[0], bufs[1], 0, st[1])
+        _, first, _, _ = st
+        return get(bufs[0], bufs[1], 0, first)
 
     return MTAFuncs(jit(init), hot(insert), hot(evict), jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import jitcache
 from ..ops import compiled_ops
+from ..state import COMPILED
 
 _kernels: dict = {}
 
@@ -30,18 +31,19 @@ def multi_query_kernel(algorithm, spec):
     funcs = algorithm.load().build(compiled_ops(spec), **algorithm.options)
     init, insert, evict, range_query = funcs.init, funcs.insert, funcs.evict, funcs.range_query
     lift, lower = spec.lift, spec.lower
+    size_of, end_of = COMPILED.size, COMPILED.end
 
     @jitcache.njit
     def kernel(values, window, ranges, out, query_from):
         bufs, st = init(window + 1)
         rows = out.shape[0]
         for i in range(values.shape[0]):
-            if st[2] - st[1] == window:
+            if size_of(st) == window:
                 st = evict(bufs, st)
             st = insert(bufs, st, lift(values[i], i))
             if i >= query_from:
-                end = st[2]
-                size = end - st[1]
+                end = end_of(st)
+                size = size_of(st)
                 for q in range(ranges.shape[0]):
                     width = min(ranges[q], size)
                     out[i % rows, q] = lower(range_query(bufs, st, end - width, end))

@@ -33,7 +33,8 @@ def build(ops):
         return (mask, first + 1, end, combine(inverse(load(buf, first & mask)), agg))
 
     def query(buf, st):
-        return st[3]
+        _, _, _, agg = st
+        return agg
 
     def grow(buf, st):
         mask, first, end, agg = st
