@@ -101,6 +101,9 @@ class Ops(NamedTuple):
     #: algorithm that folds rows by index (with :func:`store_row` and :func:`copy_row`) makes no
     #: views at all (FlatFAT on Bloom at window 4096: a third of a round's time went to them).
     combine_rows: Optional[Callable] = None
+    #: for the rare events of a per-item operation compiled flat (``jit_flat``): kept out of
+    #: line, as a call, so that their loops do not crowd the common step's registers
+    jit_rare: Callable = _no_jit
 
 
 class Funcs(NamedTuple):
@@ -162,8 +165,17 @@ def _njit_call(fn):
     return jitcache.njit(fn)
 
 
-def njit_without_refcounts(fn):
+def _njit_without_refcounts(fn):
     return jitcache.njit(fn, _nrt=False)
+
+
+def _njit_out_of_line(fn):
+    # LLVM inlines every compiled callee it sees, and a function compiled flat passes its
+    # forceinline on to the functions it calls; numba marks a function noinline when it is
+    # compiled with debug information, and only then, and forceinline=False stops the inherited
+    # flag. (Without the runtime, as jit_loop for scalar and tuple partials.)
+    return jitcache.njit(fn, _nrt=False, forceinline=False, debug=True, boundscheck=False,
+                         _dbg_extend_lifetimes=False)
 
 
 def _njit_flat(fn):
@@ -190,10 +202,11 @@ def compiled_ops(spec) -> Ops:
     # insert/evict/query round at window 4096: 52M rows/s as calls, 129M rows/s flat).
     vector = isinstance(spec.identity, np.ndarray)
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
-               _njit_inline, _njit_call, _njit_call if vector else njit_without_refcounts,
+               _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
                _njit_inline if vector else _njit_flat, _unsigned, _one_at_a_time,
                getattr(spec, "combine_into", None) if vector else None, bool(getattr(spec, "commutative", False)),
-               getattr(spec, "combine_rows", None) if vector else None)
+               getattr(spec, "combine_rows", None) if vector else None,
+               _njit_call if vector else _njit_out_of_line)
 
 
 @nb.njit(cache=True, inline="always")

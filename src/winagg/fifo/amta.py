@@ -59,25 +59,6 @@ INFO = dict(order="fifo", needs_inverse=False,
 LOG_BLOCK = 7
 
 
-def _out_of_line(ops):
-    """The decorator for the per-item operations' rare events, kept out of the kernel's loop.
-
-    LLVM inlines every compiled callee it sees, and a per-item operation compiled
-    flat (``ops.jit_flat``) passes its ``forceinline`` on to the functions it
-    calls. Inlined, the events' loops and calls crowd the loop's registers: the
-    common step then moves values to and from the stack on every row. numba
-    marks a function ``noinline`` when it is compiled with debug information, and
-    only then; ``forceinline=False`` stops the inherited flag. Elsewhere (Python,
-    vector partials) ``ops.jit_loop`` as usual.
-    """
-    from .. import jitcache
-    from ..ops import njit_without_refcounts
-    if ops.jit_loop is njit_without_refcounts:
-        return lambda f: jitcache.njit(f, _nrt=False, forceinline=False, debug=True, boundscheck=False,
-                                       _dbg_extend_lifetimes=False)
-    return ops.jit_loop
-
-
 def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
     """AMTA specialised to ``ops``; ``virtual`` lays the levels out for a key-value store.
 
@@ -348,7 +329,7 @@ def _build_events(ops, tree, parts, log_block):
         # the new element completed the top pair: a younger tree merged into the oldest
         return rebuild(vals, meta, mask, first, end, h)
 
-    insert_event = _out_of_line(ops)(insert_event)
+    insert_event = ops.jit_rare(insert_event)
 
     def evict_event(vals, meta, mask, first, end, h, sp, r1):
         # An eviction reached the end of the oldest tree, or the start of a block (a pair
@@ -396,7 +377,7 @@ def _build_events(ops, tree, parts, log_block):
         meta[EVICT_AT] = stop
         return (mask, first, end, h, sp, r1)
 
-    evict_event = _out_of_line(ops)(evict_event)
+    evict_event = ops.jit_rare(evict_event)
 
     return insert_event, evict_event
 
