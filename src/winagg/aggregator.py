@@ -24,6 +24,22 @@ def check_time(time, what="time"):
     return time
 
 
+def check_in_order(times, previous, what, who: str) -> None:
+    """Refuse, by name, a time that is None, NaN or NaT or older than the one before it.
+
+    ``times`` are checked in turn after ``previous`` (the window's youngest time, or None);
+    ``what(i)`` names the i-th time and ``who`` the window that needs the order. One check for
+    every in-order window (the per-item aggregators and the stored windows).
+    """
+    for i, t in enumerate(times):
+        check_time(t, what(i))
+        if previous is not None and t < previous:
+            raise OutOfOrderError(
+                f"{what(i)} = {t!r} is older than {previous!r}; {who} needs items in time order "
+                f"(batches sorted, no older than the youngest time; use 'fiba' for out-of-order data)")
+        previous = t
+
+
 class FifoAggregator:
     """A sliding-window aggregator over items that arrive in time order.
 
@@ -48,15 +64,7 @@ class FifoAggregator:
 
     # ------------------------------------------------------------ inserting
     def _check_next_times(self, times, what):
-        previous = self._times[-1] if len(self) else None
-        for i, t in enumerate(times):
-            check_time(t, what(i))
-            if previous is not None and t < previous:
-                raise OutOfOrderError(
-                    f"{what(i)} = {t!r} is older than {previous!r}; {self.algorithm.name!r} needs items "
-                    f"in time order (batches sorted, no older than the youngest time; "
-                    f"use 'fiba' for out-of-order data)")
-            previous = t
+        check_in_order(times, self._times[-1] if len(self) else None, what, repr(self.algorithm.name))
 
     def insert(self, value: Any, time: Any = None) -> None:
         """Append ``value`` at ``time`` (default: its arrival number)."""

@@ -8,8 +8,8 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from .. import aggregations
-from ..aggregator import check_time
-from ..errors import EmptyWindowError, OutOfOrderError
+from ..aggregator import check_in_order, check_time
+from ..errors import EmptyWindowError
 from ..fifo import amta, lmta
 from ..fifo.mta_aggregator import MTAAggregator
 from ..ops import Ops
@@ -116,12 +116,6 @@ class StoredWindow:
         self.close()
 
     # ------------------------------------------------------------ inserting
-    def _check_next_time(self, time, what, previous):
-        check_time(time, what)
-        if previous is not None and time < previous:
-            raise OutOfOrderError(f"{what} = {time!r} is older than {previous!r}; a stored window "
-                                  f"needs items in time order")
-
     def insert(self, value, time=None) -> None:
         """Append ``value`` at ``time`` (default: its arrival number)."""
         self.bulk_insert([value], None if time is None else [time])
@@ -132,10 +126,8 @@ class StoredWindow:
         times = list(range(self._arrivals, self._arrivals + len(values))) if times is None else list(times)
         if len(times) != len(values):
             raise ValueError(f"bulk_insert got {len(values)} values but {len(times)} times")
-        previous = self.youngest_time()
-        for i, t in enumerate(times):
-            self._check_next_time(t, f"times[{i}]" if len(times) > 1 else "time", previous)
-            previous = t
+        check_in_order(times, self.youngest_time(), lambda i: f"times[{i}]" if len(times) > 1 else "time",
+                       "a stored window")
         partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
         insert, bufs, levels = self._funcs.insert, self._bufs, self.levels
         for partial, t in zip(partials, times):
