@@ -213,7 +213,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
                                     watermark if chunk is not None else math.inf)
         dropped += gone
         reported += [] if closed is None else [(number, row) for row in closed.to_pylist()]
-        windows = pickle.loads(pickle.dumps(windows)).bind(outputs)  # as the state store keeps it
+        windows = pickle.loads(pickle.dumps(windows)).bind(outputs, key_fields)  # as the state store keeps it
         if batch:
             watermark = max(watermark, max(e[2] for e in batch) * MINUTE - 25 * MINUTE)
     assert late > 0 and dropped == late and len(windows) == 0
@@ -300,3 +300,62 @@ def test_stream_hopping_late_rows_and_a_restart_equal_spark_window_streaming(spa
     got, want = got[got["origin"] != "~end"], want[want["origin"] != "~end"]
     assert not got.duplicated(["origin", "window_start"]).any()
     _assert_equal_to_native(got, want)
+
+
+def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spark, tmp_path, monkeypatch):
+    """Keys are hashed into KEY_BUCKETS buckets and each bucket's state keeps that number: a
+    checkpoint written with one count and resumed with another fails instead of mixing keys."""
+    from pyspark.errors import StreamingQueryException
+
+    from winagg.spark import streaming
+
+    events = [e for e in _events(200, seed=31) if e[2] is not None]
+    events.sort(key=lambda e: e[2])
+    chunks = [list(c) for c in np.array_split(np.array(events, dtype=object), 4)]
+    folder, checkpoint = tmp_path / "in", tmp_path / "ck"
+    folder.mkdir()
+    paths = []
+
+    def run(part, buckets):
+        nonlocal paths
+        paths += _write_files(folder, part, len(paths))
+        stamp_in_order(paths)
+        monkeypatch.setattr(streaming, "KEY_BUCKETS", buckets)
+        stream, _ = streaming.sliding_stream(
+            spark.readStream.schema("id long, origin string, ts timestamp, delay double")
+            .option("maxFilesPerTrigger", 1).parquet(str(folder)),
+            partition_by="origin", order_by="ts", range="10 minutes", slide="4 minutes",
+            aggs={"max": ("max", "delay")}, lateness="10 minutes")
+        query = (stream.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    run(chunks[:2], 4)
+    with pytest.raises(StreamingQueryException, match="hash keys into 4 buckets, the query into 3"):
+        run(chunks[2:], 3)
+
+
+def test_pane_state_written_with_the_schema_and_no_bucket_count_still_loads_as_64_buckets():
+    """States written before the panes were kept without their schema (an Arrow IPC stream, no
+    bucket count) load, with the count they were written with (64)."""
+    from winagg.spark.hopping import PaneWindows, pane_parts
+
+    outputs = [Output("max", "v", aggregations.get("max"), pa.float64())]
+    parts = pane_parts(outputs, {"v": pa.float64()})
+    key_fields = [pa.field("k", pa.string())]
+    windows = PaneWindows(outputs, 10 * MINUTE, 4 * MINUTE, ["k"], parts, key_fields, buckets=8)
+    windows.table = pa.Table.from_arrays(
+        [pa.array(["a", "b"]), pa.array([0, 2 * MINUTE], pa.int64()), pa.array([1, 2], pa.int64()),
+         pa.array([3.0, 4.0])], schema=windows._schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, windows.table.schema,
+                           options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(windows.table)
+    old = {k: v for k, v in windows.__dict__.items() if k not in ("outputs", "table", "_schema", "buckets")}
+    old["table"] = sink.getvalue().to_pybytes()
+    loaded = PaneWindows.__new__(PaneWindows)
+    loaded.__setstate__(old)
+    loaded.bind(outputs, key_fields)
+    assert loaded.buckets == 64 and loaded.table.equals(windows.table)
+    again = pickle.loads(pickle.dumps(windows)).bind(outputs, key_fields)
+    assert again.buckets == 8 and again.table.equals(windows.table)

@@ -341,6 +341,8 @@ _THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 #: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
 _WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
+#: The key buckets of states written before the bucket count was kept in them.
+LEGACY_KEY_BUCKETS = 64
 
 
 def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
@@ -437,33 +439,53 @@ class PaneWindows:
     its rows counted (``dropped``); it never changes a reported window.
     """
 
-    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keys, parts, key_fields):
+    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keys, parts, key_fields,
+                 buckets: Optional[int] = None):
         self.size, self.slide = int(size), int(slide)
         self.pane = math.gcd(self.size, self.slide)
         self.keys, self.parts = list(keys), list(parts)
-        self.bind(outputs)
-        fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64())]
-        fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in self.parts]
-        self.table = pa.schema(fields).empty_table()
+        self.buckets = buckets  # how many buckets the stream hashes keys into (a checkpoint keeps it)
+        self.bind(outputs, key_fields)
+        self.table = self._schema.empty_table()
         self.next_k = _INT_LOW
         self.timer = None  # the event-time timer (ms) registered for this bucket, if any
 
-    def bind(self, outputs: Sequence[Output]) -> "PaneWindows":
-        """Give an unpickled state its outputs back; returns it."""
+    def bind(self, outputs: Sequence[Output], key_fields) -> "PaneWindows":
+        """Give an unpickled state its outputs and the key columns' fields back (the same for every
+        bucket, so not kept in the state); returns it."""
         self.outputs = list(outputs)
+        fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64())]
+        fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in self.parts]
+        self._schema = pa.schema(fields)
+        stored = self.__dict__.pop("_stored", None)
+        if stored is not None:
+            size, blob = stored
+            data = pa.decompress(blob, decompressed_size=size, codec="zstd") if size else b""
+            self.table = pa.Table.from_batches([pa.ipc.read_record_batch(pa.py_buffer(data), self._schema)]) \
+                if size else self._schema.empty_table()
         return self
 
     def __getstate__(self):
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, self.table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
-            w.write_table(self.table.combine_chunks())
-        state = {k: v for k, v in self.__dict__.items() if k not in ("outputs", "table")}
-        state["table"] = sink.getvalue().to_pybytes()
+        # The panes as one Arrow record batch, without its schema (bind gives it back), zstd-compressed
+        # whole: a bucket's state is little more than its numbers.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("outputs", "table", "_schema")}
+        batch = self.table.combine_chunks().to_batches()
+        if batch and batch[0].num_rows:
+            data = batch[0].serialize()
+            state["_stored"] = (data.size, pa.compress(data, codec="zstd", asbytes=True))
+        else:
+            state["_stored"] = (0, b"")
         return state
 
     def __setstate__(self, state):
+        if "table" in state:  # written before the panes were kept without their schema
+            state = dict(state)
+            state.setdefault("buckets", LEGACY_KEY_BUCKETS)
+            table = pa.ipc.open_stream(state.pop("table")).read_all()
+            self.__dict__.update(state)
+            self.table = table
+            return
         self.__dict__.update(state)
-        self.table = pa.ipc.open_stream(state["table"]).read_all()
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -492,7 +514,7 @@ class PaneWindows:
 
     def _merge(self, panes: pa.Table) -> None:
         names = self.table.schema.names
-        new = pa.Table.from_arrays([panes.column(n) for n in names], schema=self.table.schema)
+        new = pa.Table.from_arrays([panes.column(n) for n in names], schema=self._schema)
         both = pa.concat_tables([self.table, new])
         groups = self.keys + [PANE_COLUMN]
         merged = both.group_by(groups, use_threads=False).aggregate(
@@ -551,12 +573,19 @@ class PaneWindows:
         lows, highs = (owner * stride + lows).astype(np.float64), (owner * stride + highs).astype(np.float64)
         answers = {}
         for _, part, name in self.parts:
+            values = self.table.column(name).to_numpy(zero_copy_only=False)
+            if part == "nn":  # counts: a window's is a difference of prefix sums (exact in integers)
+                before = np.concatenate(([0], np.cumsum(values.astype(np.int64))))
+                # lows/highs are axis positions; panes sit at axis[i], sorted: find their rows
+                first = np.searchsorted(axis, lows, side="left")
+                after = np.searchsorted(axis, highs, side="right")
+                answers[name] = (before[after] - before[first]).astype(np.float64)
+                continue
             spec = _compiled_spec(aggregations.get(_WINDOW_COMBINE[part]))
             kernel, fresh = batch_kernel(spec, "float64")
             bufs, st = fresh()
-            values = self.table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
-            _, _, answers[name] = kernel(bufs, st, axis, values, np.zeros(len(axis), np.int64), lows, highs,
-                                         False, np.float64(-np.inf))
+            _, _, answers[name] = kernel(bufs, st, axis, values.astype(np.float64), np.zeros(len(axis), np.int64),
+                                         lows, highs, False, np.float64(-np.inf))
         columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
         self._drop_reported()
         columns += [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]

@@ -228,8 +228,8 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     :mod:`winagg.spark.hopping`), not a copy of each event per window. When
     every output is count, sum, mean, max or min of a number, rows are combined
     into panes before the stateful operator, which keeps the panes of the keys
-    hashed into one of ``KEY_BUCKETS`` buckets as one state value (a checkpoint
-    must be resumed with the same number). As in Spark's window(), an event
+    hashed into one of ``KEY_BUCKETS`` buckets as one state value (the number is
+    kept in the state: a checkpoint resumed with another fails, naming both). As in Spark's window(), an event
     behind the watermark still counts in its windows not yet reported; one whose
     windows have all been reported is dropped and counted in ``dropped``.
 
@@ -376,9 +376,16 @@ def _pane_processor_class():
         def _load(self) -> "PaneWindows":
             c = self.config
             stored = self.state.get()
-            if stored is not None:
-                return pickle.loads(stored[0]).bind(c["outputs"])
-            return PaneWindows(c["outputs"], c["size"], c["slide"], c["keys"], c["parts"], c["key_fields"])
+            if stored is None:
+                return PaneWindows(c["outputs"], c["size"], c["slide"], c["keys"], c["parts"], c["key_fields"],
+                                   c["buckets"])
+            windows = pickle.loads(stored[0]).bind(c["outputs"], c["key_fields"])
+            if windows.buckets != c["buckets"]:
+                raise SparkInputError(
+                    f"this checkpoint's hopping windows hash keys into {windows.buckets} buckets, the query into "
+                    f"{c['buckets']}: resume it with winagg.spark.streaming.KEY_BUCKETS = {windows.buckets} set "
+                    f"before sliding_stream is called, or start from a new checkpoint")
+            return windows
 
         def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
             c = self.config
@@ -401,7 +408,7 @@ def _pane_processor_class():
             c = self.config
             frame = pd.concat(list(rows), ignore_index=True)
             frame.columns = c["pane_schema"].names  # by position: Spark renames some of them
-            panes = pa.Table.from_pandas(frame, schema=c["pane_schema"], preserve_index=False)
+            panes = pa.Table.from_pandas(frame, schema=c["pane_schema"], preserve_index=False, nthreads=1)
             yield from self._step(self._load(), panes, timerValues.getCurrentWatermarkInMs())
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
@@ -421,9 +428,9 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
     frame = {}
     for name in config["columns"]:
         column = closed.column(name)
-        if name in WINDOW_COLUMNS:
-            stamps = pd.to_datetime(column.to_numpy(), unit="us", utc=True)
-            frame[name] = stamps.tz_localize(None) if config["ntz"] else stamps
+        if name in WINDOW_COLUMNS:  # int64 microseconds, never null
+            stamps = pd.DatetimeIndex(column.to_numpy().astype("datetime64[us]").astype("datetime64[ns]"))
+            frame[name] = stamps if config["ntz"] else stamps.tz_localize("UTC")
         elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
             frame[name] = column.to_numpy()
         else:
@@ -432,8 +439,12 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
 
 
 #: How many buckets the keys of a hopping stream with pane-combinable outputs are hashed into: the
-#: stateful operator runs once per bucket and micro-batch, not once per key.
-KEY_BUCKETS = 64
+#: stateful operator runs once per bucket and micro-batch, not once per key, and each call costs a
+#: state read and write and a timer whatever the bucket holds, so few buckets (enough to spread
+#: over the stateful operator's partitions) are cheaper than many. Read when sliding_stream is
+#: called and kept in every bucket's state: a checkpoint resumed with another count fails, naming
+#: both (states written before the count was kept used 64).
+KEY_BUCKETS = 8
 
 
 def _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type, buckets):
@@ -453,7 +464,7 @@ def _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
     config = {"outputs": outputs, "size": size_us, "slide": slide_us, "keys": keys, "parts": parts,
               "key_fields": key_fields, "columns": columns, "dropped": accumulator,
-              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema}
+              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets)}
     out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                             + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     from pyspark.sql.pandas.types import from_arrow_schema
