@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .driver import Plan, compiled_driver, python_driver, run
-from .time_windows import WindowResult, object_array, plain
+from .inputs import object_array
+from .time_windows import WindowResult, plain
 
 
 class CountWindows:

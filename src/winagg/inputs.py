@@ -26,6 +26,17 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 # ---------------------------------------------------------------- values
+def object_array(items) -> np.ndarray:
+    """``items`` as a 1-D array of objects (tuples and lists stay single items, which
+    ``np.array`` would unpack into a second dimension)."""
+    if isinstance(items, np.ndarray) and items.ndim == 1:
+        return items
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
+
+
 def to_array(values, what: str = "values") -> np.ndarray:
     """A 1-D numpy array from numpy, pandas or Arrow input (missing numbers become NaN)."""
     module = type(values).__module__

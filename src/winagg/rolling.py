@@ -8,7 +8,7 @@ import numpy as np
 
 from . import aggregations
 from .errors import OutOfOrderError
-from .inputs import describe_non_number, largest_magnitude, numeric_values, read_times, to_array
+from .inputs import describe_non_number, largest_magnitude, numeric_values, object_array, read_times, to_array
 from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
                      rolling_plan, row_plan, run, run_out_of_order, time_plan)
 from .registry import check_monoid_fits, info, out_of_order
@@ -221,7 +221,7 @@ def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
     plan = rolling_plan(t, w)
     if spec is None:
         driver = python_out_of_order_driver(algo, monoid)
-        return _as_array(run_out_of_order(driver, _object_array(array), t, plan, driver.init(16))[0])
+        return _as_array(run_out_of_order(driver, object_array(array), t, plan, driver.init(16))[0])
     time_type = "int64" if t.dtype == np.int64 else "float64"
 
     def run(spec, values):
@@ -252,19 +252,9 @@ def _nan_where_no_values(out, valid, window, timed):
 
 def _python_rolling(algo, monoid, array, window, timed):
     driver = python_driver(algo, monoid)
-    values = _object_array(array)
+    values = object_array(array)
     plan = _plan(values.shape[0], window, timed)
     return _as_array(run(driver, values, plan, driver.init(plan.room + 1))[0])
-
-
-def _object_array(items) -> np.ndarray:
-    """``items`` as a 1-D array of objects (tuples and lists stay single items)."""
-    if isinstance(items, np.ndarray) and items.ndim == 1:
-        return items
-    out = np.empty(len(items), dtype=object)
-    for i, item in enumerate(items):
-        out[i] = item
-    return out
 
 
 def _as_array(results):

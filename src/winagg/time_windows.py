@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .event_time import INT_HIGH, INT_LOW, EventTimes, as_time_type
+from .inputs import object_array
 from .state import limit
 from .state import size as entries
 
@@ -33,13 +34,6 @@ class WindowResult(NamedTuple):
 def plain(value):
     """numpy scalars as Python numbers (results print and compare like the user's own numbers)."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def object_array(values) -> np.ndarray:
-    """``values`` as a 1-D object array (tuples and lists stay single items)."""
-    array = np.empty(len(values), dtype=object)
-    array[:] = list(values) if not isinstance(values, list) else values
-    return array
 
 
 class TimeWindows:
