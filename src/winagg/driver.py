@@ -28,7 +28,7 @@ import numba as nb
 import numpy as np
 
 from . import jitcache, state
-from .ops import advise_huge_pages, build_evict_many, compiled_ops, python_ops
+from .ops import build_evict_many, compiled_ops, python_ops
 
 
 class Plan(NamedTuple):
@@ -181,12 +181,9 @@ def compiled_driver(algorithm, spec, dense: bool = False) -> Driver:
 
         # inlined: an array that comes back from a call may alias the window's buffers for all
         # LLVM knows, and each store into it then reloads the window's state (5-15% slower)
-        # and on 2 MiB pages where Linux gives them (ops.advise_huge_pages: about 1.3 ns a row less)
         @jitcache.njit(inline="always")
         def new_out(n):
-            out = np.empty(n, out_dtype)
-            advise_huge_pages(out)
-            return out
+            return np.empty(n, out_dtype)
 
         _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out,
                                       POSITIONS[spec.positional], jitcache.njit, dense)

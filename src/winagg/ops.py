@@ -8,7 +8,6 @@ registers and plain Python runs the same code unchanged.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, NamedTuple, Optional
 
 import numba as nb
@@ -63,45 +62,6 @@ def _one_at_a_time(typingctx, index):
         return context.get_dummy_value()
 
     return nb.types.void(index), codegen
-
-
-@intrinsic
-def _madvise(typingctx, address, length, advice):
-    """libc's ``madvise(address, length, advice)`` (uint64, uint64, int32), called by symbol name.
-
-    A call by name keeps the functions that make it cacheable, which a ctypes function pointer
-    (an address baked into the code) would not.
-    """
-    def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(8).as_pointer(), ir.IntType(64), ir.IntType(32)])
-        fn = builder.module.globals.get("madvise") or ir.Function(builder.module, fnty, "madvise")
-        return builder.call(fn, [builder.inttoptr(args[0], ir.IntType(8).as_pointer()), args[1], args[2]])
-
-    return nb.types.int32(nb.types.uint64, nb.types.uint64, nb.types.int32), codegen
-
-
-_LINUX = sys.platform.startswith("linux")
-_HUGE_PAGE = np.uint64(1 << 21)
-_MADV_HUGEPAGE = np.int32(14)
-
-
-@nb.njit(cache=True, inline="always")
-def advise_huge_pages(array):
-    """Ask Linux to back a new array of 4 MiB or more with 2 MiB pages (a hint; elsewhere nothing).
-
-    An output array of a row per round is written once, front to back, into memory never
-    touched before: with 4 KiB pages every 512 float64 rows cost a page fault, about 1.3 ns a
-    row on this machine type (a DABA round at window 4096 takes 7-8 ns), with 2 MiB pages
-    almost nothing. Where transparent huge pages are off or unavailable, the call does nothing.
-    """
-    if _LINUX:
-        size = np.uint64(array.size * array.itemsize)
-        if size >= np.uint64(2) * _HUGE_PAGE:
-            data = np.uint64(array.ctypes.data)
-            start = (data + _HUGE_PAGE - np.uint64(1)) & ~(_HUGE_PAGE - np.uint64(1))
-            stop = (data + size) & ~(_HUGE_PAGE - np.uint64(1))
-            if stop > start:
-                _madvise(start, stop - start, _MADV_HUGEPAGE)
 
 
 class Ops(NamedTuple):
