@@ -13,7 +13,7 @@ present combines into that entry (old + new, in that order).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from ..aggregator import check_time
 from ..errors import EmptyWindowError, InvalidTimeError, OutOfOrderError

@@ -7,17 +7,12 @@ from .fiba_layout import (
     RIGHT_FINGER, ROOT, SCRATCH, TreeBuild)
 
 
-def make_bulk_evict(build: TreeBuild, made):
-    """``bulk_evict_native`` (cut along the boundary path, one repair) and ``bulk_evict_loop``
-    (single evicts, nb_fiba)."""
-    MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
-    flat, scalar = build.flat, build.scalar
-    collapse_root, copy_entry, detach_last = made.collapse_root, made.copy_entry, made.detach_last
-    evict, free_node, free_tree = made.evict, made.free_node, made.free_tree
-    mark_left_chain, oldest = made.mark_left_chain, made.oldest
-    rebalance_after_evict, recompute_if_up = made.rebalance_after_evict, made.recompute_if_up
-    repair, search_boundary, set_child = made.repair, made.search_boundary, made.set_child
-    shift_left, state_of = made.shift_left, made.state_of
+def make_cuts(build: TreeBuild, made):
+    """The structural steps of a bulk evict on one level: evict inside a node, refill it from
+    its neighbour or merge it into the neighbour, and make the cut's last node the root."""
+    RECORD, SLOTS, apart, at, flat, scalar = build.record, build.slots, build.apart, build.at, build.flat, build.scalar
+    copy_entry, detach_last, free_node = made.copy_entry, made.detach_last, made.free_node
+    free_tree, mark_left_chain, set_child, shift_left = made.free_tree, made.mark_left_chain, made.set_child, made.shift_left
 
     def local_evict(bufs, x, t):
         keys, ints = bufs[KEYS], bufs[INTS]
@@ -120,6 +115,18 @@ def make_bulk_evict(build: TreeBuild, made):
             ints[RIGHT_FINGER] = new_root
 
     make_root = apart(make_root)
+    return dict(local_evict=local_evict, move_batch=move_batch, merge_into_neighbor=merge_into_neighbor,
+                make_root=make_root)
+
+
+def make_bulk_evict(build: TreeBuild, made):
+    """``bulk_evict_native`` (cut along the boundary path, one repair) and ``bulk_evict_loop``
+    (single evicts, nb_fiba)."""
+    MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
+    collapse_root, evict, local_evict, make_root = made.collapse_root, made.evict, made.local_evict, made.make_root
+    mark_left_chain, merge_into_neighbor, move_batch = made.mark_left_chain, made.merge_into_neighbor, made.move_batch
+    oldest, rebalance_after_evict, recompute_if_up = made.oldest, made.rebalance_after_evict, made.recompute_if_up
+    repair, search_boundary, state_of = made.repair, made.search_boundary, made.state_of
 
     def bulk_evict_native(bufs, st, t):
         keys, ints = bufs[KEYS], bufs[INTS]

@@ -18,12 +18,10 @@ from .fiba_layout import (
 
 def make_twigs(build: TreeBuild, made):
     """The pieces of a bulk insert's level: groups and twigs, a twig group merged into a node
-    that keeps room, and the split of a node the twigs overfill."""
-    MAX_ENTRIES, RECORD, SLOTS, apart, at, flat = (build.max_entries, build.record, build.slots, build.apart,
-                                                   build.at, build.flat)
-    load, mu, scalar, store = build.load, build.mu, build.scalar, build.store
-    alloc_node, copy_entry, new_root_above = made.alloc_node, made.copy_entry, made.new_root_above
-    recompute_if_up, set_child = made.recompute_if_up, made.set_child
+    that keeps room, and a node filled from the merge of an overfilled one."""
+    RECORD, SLOTS, apart, at, flat = build.record, build.slots, build.apart, build.at, build.flat
+    load, scalar, store = build.load, build.scalar, build.store
+    copy_entry, set_child = made.copy_entry, made.set_child
 
     def add_group(groups, n_groups, node, level, first_twig):
         """Open a group for ``node`` unless the last group already targets it (one group per node)."""
@@ -89,6 +87,21 @@ def make_twigs(build: TreeBuild, made):
 
     fill = flat(fill)
 
+    return dict(add_group=add_group, add_twig=add_twig, small_insert=small_insert, fill=fill)
+
+
+def make_bulk_insert(build: TreeBuild, made):
+    """``bulk_insert_native`` (multi-search, pass up level by level, repair the touched spines)
+    and ``bulk_insert_loop`` (single inserts, nb_fiba)."""
+    AGG, FINGER, MAX_ENTRIES, RECORD = build.agg, build.finger, build.max_entries, build.record
+    SLOTS, alloc, alloc_ints, alloc_times = build.slots, build.alloc, build.alloc_ints, build.alloc_times
+    apart, at, combine, load, mu = build.apart, build.at, build.combine, build.load, build.mu
+    nrt, scalar, store = build.nrt, build.scalar, build.store
+    add_group, add_twig, alloc_node, fill = made.add_group, made.add_twig, made.alloc_node, made.fill
+    insert_at, kind, level_of, new_root_above = made.insert_at, made.kind, made.level_of, made.new_root_above
+    recompute, recompute_if_up, small_insert = made.recompute, made.recompute_if_up, made.small_insert
+    state_of, walk_down, youngest = made.state_of, made.walk_down, made.youngest
+
     def bulk_split(bufs, x, twigs, first, count, level, next_twigs, n_next_groups, n_next_twigs, merged):
         """Claim 1: pieces of mu entries while the rest is over-full; the entries between go up.
 
@@ -149,18 +162,6 @@ def make_twigs(build: TreeBuild, made):
         return y, n_next_groups, n_next_twigs
 
     bulk_split = apart(bulk_split)
-    return dict(add_group=add_group, add_twig=add_twig, small_insert=small_insert, bulk_split=bulk_split)
-
-
-def make_bulk_insert(build: TreeBuild, made):
-    """``bulk_insert_native`` (multi-search, pass up level by level, repair the touched spines)
-    and ``bulk_insert_loop`` (single inserts, nb_fiba)."""
-    AGG, FINGER, MAX_ENTRIES, RECORD = build.agg, build.finger, build.max_entries, build.record
-    SLOTS, alloc, alloc_ints, alloc_times = build.slots, build.alloc, build.alloc_ints, build.alloc_times
-    apart, at, combine, load, nrt, store = build.apart, build.at, build.combine, build.load, build.nrt, build.store
-    insert_at, kind, level_of, recompute = made.insert_at, made.kind, made.level_of, made.recompute
-    state_of, walk_down, youngest = made.state_of, made.walk_down, made.youngest
-    add_group, add_twig, small_insert, bulk_split = made.add_group, made.add_twig, made.small_insert, made.bulk_split
 
     def bulk_insert_loop(bufs, st, batch_times, batch_parts, m):
         for q in range(m):

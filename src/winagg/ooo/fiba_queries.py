@@ -7,13 +7,10 @@ from .fiba_layout import (
     RANGE_STACK, RIGHT_FINGER, ROOT, SCRATCH, UP, TreeBuild)
 
 
-def make_queries(build: TreeBuild, made):
-    """The whole-window query, the range query, the window's size and state, its oldest and
-    youngest times."""
-    AGG, FINGER, LOCAL, MIN_ENTRIES = build.agg, build.finger, build.local, build.min_entries
-    RECORD, SLOTS, at, combine, flat = build.record, build.slots, build.at, build.combine, build.flat
-    identity, into, load = build.identity, build.into, build.load
-    kind = made.kind
+def make_extent(build: TreeBuild, made):
+    """The window's size and state, its oldest and youngest times (no aggregate involved)."""
+    FINGER, MIN_ENTRIES, RECORD, SLOTS, at, flat = (build.finger, build.min_entries, build.record, build.slots,
+                                                    build.at, build.flat)
 
     def size_of(bufs):
         ints = bufs[INTS]
@@ -34,6 +31,27 @@ def make_queries(build: TreeBuild, made):
         return ((bufs[INTS][CAPACITY] - MARGIN) * MIN_ENTRIES, 0, size_of(bufs))
 
     state_of = flat(state_of)
+
+    def youngest(bufs):
+        ints = bufs[INTS]
+        right_finger = ints[RIGHT_FINGER]
+        return bufs[KEYS][at(right_finger * SLOTS + ints[at(right_finger * RECORD + N_ENTRIES)] - 1)]
+
+    youngest = flat(youngest)
+
+    def oldest(bufs):
+        return bufs[KEYS][at(bufs[INTS][LEFT_FINGER] * SLOTS)]
+
+    oldest = flat(oldest)
+
+    return dict(size_of=size_of, state_of=state_of, youngest=youngest, oldest=oldest)
+
+
+def make_queries(build: TreeBuild, made):
+    """The whole-window query and the range query."""
+    AGG, FINGER, LOCAL, RECORD, SLOTS = build.agg, build.finger, build.local, build.record, build.slots
+    at, combine, flat, identity, into, load = build.at, build.combine, build.flat, build.identity, build.into, build.load
+    kind = made.kind
 
     def query(bufs, st):  # flat: O(1)
         parts, ints = bufs[PARTS], bufs[INTS]
@@ -59,18 +77,6 @@ def make_queries(build: TreeBuild, made):
             return answer
 
     query = flat(query)
-
-    def youngest(bufs):
-        ints = bufs[INTS]
-        right_finger = ints[RIGHT_FINGER]
-        return bufs[KEYS][at(right_finger * SLOTS + ints[at(right_finger * RECORD + N_ENTRIES)] - 1)]
-
-    youngest = flat(youngest)
-
-    def oldest(bufs):
-        return bufs[KEYS][at(bufs[INTS][LEFT_FINGER] * SLOTS)]
-
-    oldest = flat(oldest)
 
     def range_query(bufs, st, lo, hi, lo_open):
         """Fold of the entries with lo <= time <= hi (lo < time when ``lo_open``), in time order."""
@@ -128,5 +134,4 @@ def make_queries(build: TreeBuild, made):
 
     range_query = flat(range_query)
 
-    return dict(size_of=size_of, state_of=state_of, query=query, youngest=youngest, oldest=oldest,
-                range_query=range_query)
+    return dict(query=query, range_query=range_query)

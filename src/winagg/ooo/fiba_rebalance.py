@@ -5,6 +5,7 @@ from __future__ import annotations
 from .fiba_layout import (
     CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE, PARENT,
     PARTS, RIGHT, RIGHT_FINGER, ROOT, TreeBuild)
+from .fiba_rows import extend_in_row
 
 
 def make_rebalance(build: TreeBuild, made):
@@ -47,6 +48,14 @@ def make_rebalance(build: TreeBuild, made):
 
     split = flat(split)
 
+    def extend(parts, slot, a, b):
+        """The partial at ``slot`` becomes itself (+) a (+) b."""
+        store(parts, slot, combine(combine(load(parts, slot), a), b))
+
+    if build.into is not None:
+        extend = extend_in_row(build)
+    extend = flat(extend)
+
     def split_right_finger(bufs, x):
         """Split the over-full right finger x after an append; repair only what changed.
 
@@ -64,11 +73,11 @@ def make_rebalance(build: TreeBuild, made):
         y = split(bufs, x)
         if simple:
             separator = ints[at(p * RECORD + N_ENTRIES)] - 1  # the separator went to the end of p
-            acc = combine(load(parts, at(p * SLOTS + AGG)), load(parts, at(x * SLOTS + AGG)))
-            store(parts, at(p * SLOTS + AGG), combine(acc, load(parts, at(p * SLOTS + separator))))
+            extend(parts, at(p * SLOTS + AGG), load(parts, at(x * SLOTS + AGG)),
+                   load(parts, at(p * SLOTS + separator)))
             if k == RIGHT:  # its local aggregate grows the same way
-                acc = combine(load(parts, at(p * SLOTS + LOCAL)), load(parts, at(x * SLOTS + AGG)))
-                store(parts, at(p * SLOTS + LOCAL), combine(acc, load(parts, at(p * SLOTS + separator))))
+                extend(parts, at(p * SLOTS + LOCAL), load(parts, at(x * SLOTS + AGG)),
+                       load(parts, at(p * SLOTS + separator)))
             ints[at(p * RECORD + COVERED)] += ints[at(x * RECORD + COVERED)] + 1
             recompute(bufs, y)
             return

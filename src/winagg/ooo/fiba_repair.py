@@ -5,6 +5,7 @@ from __future__ import annotations
 from .fiba_layout import (
     CHILD, COVERED, INNER, INTS, IS_LEAF, LEFT, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE, PARENT,
     PARTS, RIGHT, ROOT, UP, TreeBuild)
+from .fiba_rows import refold_in_row, refold_up_in_row, repair_commutative_in_row, walk_down_local_in_row
 
 
 def make_repair(build: TreeBuild, made):
@@ -86,6 +87,8 @@ def make_repair(build: TreeBuild, made):
         else:
             ints[at(r + COVERED)] += delta
 
+    if into is not None:
+        refold = refold_in_row(build)
     refold = flat(refold)
 
     def refold_up(bufs, x, delta):
@@ -101,6 +104,8 @@ def make_repair(build: TreeBuild, made):
         store(parts, at(x * SLOTS + AGG), acc)
         ints[at(r + COVERED)] += delta
 
+    if into is not None:
+        refold_up = refold_up_in_row(build)
     refold_up = flat(refold_up)
 
     def recompute(bufs, x):
@@ -147,6 +152,8 @@ def make_repair(build: TreeBuild, made):
             ints[at(c * RECORD + COVERED)] += delta
             x = c
 
+    if into is not None:
+        walk_down_local = walk_down_local_in_row(build, recompute, walk_down)
     walk_down_local = flat(walk_down_local)
 
     def repair(bufs, top, hit_left, hit_right):
@@ -235,6 +242,8 @@ def make_repair(build: TreeBuild, made):
             store(parts, at(x * SLOTS + AGG), combine(load(parts, at(x * SLOTS + AGG)), v))
             ints[at(x * RECORD + COVERED)] += 1
 
+    if into is not None:
+        repair_commutative = repair_commutative_in_row(build, kind, repair, fold_in)
     repair_commutative = flat(repair_commutative)
 
     return dict(fold_in=fold_in, kind=kind, refold=refold, refold_up=refold_up, recompute=recompute,

@@ -14,10 +14,12 @@ each a factory that takes the functions built before it and returns new ones:
 :mod:`.fiba_insert_evict`  the single insert (append or out of order) and evict
 :mod:`.fiba_bulk_evict`    bulk evict (paper 004, section 4)
 :mod:`.fiba_bulk_insert`   bulk insert (paper 004, section 5)
+:mod:`.fiba_rows`          the refolds of vector partials written into their rows
 =========================  =====================================================
 
 This module adds the capacity functions (``init``, ``grow``, ``reserve``) and returns
-everything as :class:`TreeFuncs`.
+everything as :class:`TreeFuncs`. The parts that only move partials (:data:`STRUCTURE`) are
+built once per tree shape and partial layout and shared by every aggregation with that layout.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Callable, NamedTuple
 
-from .fiba_bulk_evict import make_bulk_evict
+from .fiba_bulk_evict import make_bulk_evict, make_cuts
 from .fiba_bulk_insert import make_bulk_insert, make_twigs
 from .fiba_insert_evict import make_insert_evict
 from .fiba_layout import (
     CAPACITY, FREE_COUNT, INTS, LEFT_FINGER, MARGIN, NEXT_FRESH, PARTS, RECORDS, RIGHT_FINGER, ROOT, TreeBuild,
     tree_build)
 from .fiba_nodes import make_nodes
-from .fiba_queries import make_queries
+from .fiba_queries import make_extent, make_queries
 from .fiba_rebalance import make_rebalance
 from .fiba_repair import make_repair
 from .fiba_search import make_search
@@ -55,8 +57,27 @@ class TreeFuncs(NamedTuple):
     youngest: Callable
 
 
-PARTS_IN_ORDER = (make_nodes, make_repair, make_queries, make_search, make_rebalance, make_insert_evict,
-                  make_bulk_evict, make_twigs, make_bulk_insert)
+#: The parts that never touch a partial's value (only moves it), built once per tree shape and
+#: partial layout and shared by every aggregation with that layout: numba then compiles each of
+#: their functions once per buffer type instead of once per aggregation.
+STRUCTURE = (make_nodes, make_extent, make_search, make_cuts, make_twigs)
+#: The parts that combine partials, built per aggregation, in order (each uses those before it).
+AGGREGATES = (make_repair, make_queries, make_rebalance, make_insert_evict, make_bulk_evict, make_bulk_insert)
+
+_structures: dict = {}
+
+
+def _structure(build: TreeBuild) -> dict:
+    """The functions of the STRUCTURE parts for ``build``'s shape and layout (built on first use)."""
+    key = (build.python, build.mu, build.finger, build.load, build.store, build.alloc, build.alloc_ints,
+           build.alloc_times, build.flat, build.apart, build.nrt, build.at, build.scalar)
+    made = _structures.get(key)
+    if made is None:
+        made = SimpleNamespace()
+        for make in STRUCTURE:
+            vars(made).update(make(build, made))
+        _structures[key] = made
+    return vars(made)
 
 
 def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -> TreeFuncs:
@@ -66,8 +87,8 @@ def build_tree(ops, mu: int, finger: bool, bulk: bool, times: str = "float64") -
     datetime64 nanoseconds exact); in Python mode they are any comparable objects.
     """
     build = tree_build(ops, mu, finger, times)
-    made = SimpleNamespace()
-    for make in PARTS_IN_ORDER:
+    made = SimpleNamespace(**_structure(build))
+    for make in AGGREGATES:
         vars(made).update(make(build, made))
     init, grow, reserve = make_capacity(build, made)
     return TreeFuncs(init, made.insert, made.evict, made.query, grow, made.insert_at,
