@@ -13,8 +13,10 @@ Run it from the project root with the project's interpreter:
 The experiment is the reference driver's: the window first holds the d youngest times
 (iterations - d .. iterations - 1) and the n - d oldest (0 .. n - d - 1); each round then
 evicts the oldest entry, inserts time i (d entries from the youngest end: out of order by d)
-and queries the whole window. winagg runs the same rounds in one compiled loop over FiBA's
-operations (min arity 4, finger, as ``bfinger4``), with int64 times. The reference times only
+and queries the whole window. winagg runs the same rounds as one plan of its compiled
+out-of-order driver (the loop ``winagg.rolling`` and ``Window`` run) over FiBA (min arity 4,
+finger, as ``bfinger4``), with int64 times; the driver writes each answer into an array where
+the reference keeps one running value. The reference times only
 its rounds; winagg's rate is fill-corrected the same way as in vs_reference.py. C++ and winagg
 alternate --reps times; the last column is winagg / C++ of the medians (above 1: winagg is
 faster). Each winagg answer is checked against a numpy sum, max or geometric mean.
@@ -67,32 +69,48 @@ def reference_rate(driver: Path, agg: str, n: int, d: int, rounds: int) -> float
     return float("nan")
 
 
-def winagg_loop(agg: str):
-    """``loop(n, d, iterations) -> (last answer, size)``: the reference driver's rounds, compiled."""
-    from winagg import aggregations, jitcache
-    from winagg.ooo.fiba_kernels import tree_funcs
+FIBA_OPTIONS = dict(min_arity=4, variant="finger", bulk=True)  # the reference's bfinger4
+
+
+def reference_steps(n: int, d: int, iterations: int):
+    """``(times, values, plan)``: the reference driver's rounds as one plan of winagg's out-of-order
+    driver. The fill inserts the d youngest times, then the n - d oldest, answering only at its
+    last step; every later step inserts the next time (d entries from the youngest end), evicts
+    the oldest entry (by time) and answers the whole window."""
+    from winagg.driver import NO_ANSWER, WHOLE, OutOfOrderPlan
+
+    times = np.concatenate((np.arange(iterations - d, iterations), np.arange(iterations - d))).astype(np.int64)
+    steps = times.size
+    # A round's oldest entry is the in-order time n - d below the one it inserts: evicting every
+    # time up to it evicts that entry alone. The fill evicts nothing.
+    horizons = np.full(steps, np.iinfo(np.int64).min)
+    horizons[n:] = times[n:] - (n - d)
+    answers = np.full(steps, WHOLE, np.int64)
+    answers[: n - 1] = NO_ANSWER
+    bounds = np.zeros(steps, np.int64)  # unused by whole-window answers
+    none = np.empty(0, np.int64)
+    plan = OutOfOrderPlan(none, none, horizons, answers, bounds, bounds, none, np.int64(0))
+    return times, 1 + times % 101, plan
+
+
+def winagg_runner(agg: str):
+    """``run(n, d, iterations) -> (last answer, size, seconds)``: the reference driver's rounds
+    through winagg's compiled out-of-order driver (FiBA, int64 times); ``seconds`` times the
+    driver alone, not the plan's making."""
+    from winagg import aggregations, state
+    from winagg.driver import compiled_out_of_order_driver, run_out_of_order
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
-    f = tree_funcs(spec, dict(min_arity=4, variant="finger", bulk=True), "int64")
-    init, insert_at, evict, query, reserve = f.init, f.insert_at, f.evict, f.query, f.reserve
-    lift, lower = spec.lift, spec.lower
+    driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=True)
 
-    @jitcache.njit
-    def loop(n, d, iterations):
-        b, st = init(n + 1)
-        b, st = reserve(b, st, n + 1)
-        for t in range(iterations - d, iterations):
-            st = insert_at(b, st, t, lift(1 + t % 101, t))
-        for t in range(n - d):
-            st = insert_at(b, st, t, lift(1 + t % 101, t))
-        answer = lower(query(b, st))
-        for t in range(n - d, iterations - d):
-            st = evict(b, st)
-            st = insert_at(b, st, t, lift(1 + t % 101, t))
-            answer = lower(query(b, st))
-        return answer, st[2]
+    def run(n, d, iterations):
+        times, values, plan = reference_steps(n, d, iterations)
+        window = driver.make_room(driver.init(n + 1), n + 1)
+        start = time.perf_counter()
+        out, _, (_, st) = run_out_of_order(driver, values, times, plan, window)
+        return out[-1], state.size(st), time.perf_counter() - start
 
-    return loop
+    return run
 
 
 def expected(agg: str, n: int, d: int, iterations: int) -> float:
@@ -118,19 +136,15 @@ def main() -> None:
     print(f"# load before: {os.getloadavg()}", flush=True)
     print("n\td\tagg\trounds\treference M/s\twinagg M/s\tcheck\twinagg/reference", flush=True)
     for agg in args.aggs:
-        loop = winagg_loop(agg)
-        loop(64, 8, 1000)  # compile, warm
+        run = winagg_runner(agg)
+        run(64, 8, 1000)  # compile, warm
         for d in args.distances:
             rounds = args.rounds
             ref_rates, our_rates = [], []
             for _ in range(args.reps):
                 ref_rates.append(reference_rate(driver, agg, n, d, rounds))
-                start = time.perf_counter()
-                loop(n, d, n)
-                fill = time.perf_counter() - start
-                start = time.perf_counter()
-                answer, size = loop(n, d, n + rounds)
-                total = time.perf_counter() - start
+                fill = run(n, d, n)[2]
+                answer, size, total = run(n, d, n + rounds)
                 our_rates.append(rounds / max(total - fill, 1e-9))
             want = expected(agg, n, d, n + rounds)
             check = "ok" if size == n and np.isclose(answer, want, rtol=1e-6) else f"MISMATCH {answer!r} != {want!r}"

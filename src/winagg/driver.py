@@ -421,6 +421,9 @@ class RangeFrames:
 #: Codes of an out-of-order plan's ``answers``: no answer, the whole window, the entries with
 #: ``lows[k] < time <= highs[k]`` (a closed range ``[lo, hi]`` is ``(just_below(lo), hi]``).
 NO_ANSWER, WHOLE, RANGE = 0, 1, 2
+#: How many entries at or below a step's horizon the out-of-order driver evicts one by one
+#: before it turns to a bulk evict.
+FEW = 4
 
 
 def just_below(low):
@@ -469,35 +472,40 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     def make_room(tree_state, room):
         return reserve(tree_state[0], tree_state[1], room)
 
-    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, tree_state,
-              want_counts):
-        b, st = tree_state
+    def run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, b, st,
+                  want_counts, out, counts, k, cursor):
+        """Steps k, k + 1, ... until the plan ends or the pool lacks room for a step's inserts:
+        ``(k, cursor, st)`` of the first step not run. ``b`` is never reassigned here: where a
+        loop's function reassigns a buffer (a grow), numba keeps reference counts and reloads it
+        on every step, which halved the per-row loop's speed."""
         n = horizons.shape[0]
-        out = new_out(n)
-        counts = np.empty(n if want_counts else 0, np.int64)
         row_ranges = answers.shape[0] == 0
-        cursor = 0
-        for k in range(n):
+        while k < n:
             if PER_ROW:
-                if free_entries(st) < 1:  # the pool grows rarely: no call on the other rows
-                    b, st = reserve(b, st, 1)
+                if free_entries(st) < 1:
+                    return k, cursor, st
                 st = insert_at(b, st, times[k], lift(values[k], position(positions, k)))
             else:
                 m = adds[k]
+                if free_entries(st) < m:
+                    return k, cursor, st
                 if m == 1:
-                    if free_entries(st) < 1:
-                        b, st = reserve(b, st, 1)
                     st = insert_at(b, st, times[cursor], lift(values[cursor], position(positions, cursor)))
                 elif m > 1:
                     partials = alloc(m)
                     for q in range(m):
                         store(partials, q, lift(values[cursor + q], position(positions, cursor + q)))
-                    b, st = reserve(b, st, m)
                     st = bulk_insert(b, st, times[cursor:cursor + m], partials, m)
                 cursor += m
-                for _ in range(evicts[k]):
-                    if entries(st) > 0:
-                        st = evict(b, st)
+            # The plan's single evictions, then the entries at or below the horizon: the first FEW
+            # of those one by one from the oldest end (in a stream in time order one or two leave
+            # per step, and a single evict costs a fraction of a bulk evict's boundary search and
+            # cut), the rest in one bulk evict. One call site each: the loop inlines them.
+            forced = 0 if PER_ROW else evicts[k]
+            done = 0
+            while entries(st) > 0 and (done < forced or (done < forced + FEW and oldest(b) <= horizons[k])):
+                st = evict(b, st)
+                done += 1
             if entries(st) > 0 and oldest(b) <= horizons[k]:
                 st = evict_upto(b, st, horizons[k])
             if row_ranges:
@@ -516,7 +524,24 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 out[k] = lower(range_query(b, st, lo, hi, True))
             if want_counts:
                 counts[k] = entries(st)
-        return out, counts, (b, st)
+            k += 1
+        return k, cursor, st
+
+    run_steps = jit(run_steps)
+
+    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, tree_state,
+              want_counts):
+        b, st = tree_state
+        n = horizons.shape[0]
+        out = new_out(n)
+        counts = np.empty(n if want_counts else 0, np.int64)
+        k, cursor = 0, 0
+        while True:
+            k, cursor, st = run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions,
+                                      span, b, st, want_counts, out, counts, k, cursor)
+            if k == n:
+                return out, counts, (b, st)
+            b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
 
     return Driver(jit(drive), jit(make_room), f.init)
 

