@@ -96,6 +96,15 @@ def test_equal_times_in_a_batch_combine_in_batch_order_after_the_old_value():
     assert agg.query(5, 5) == "a;c;d;"
 
 
+def test_a_batch_starting_at_the_youngest_time_combines_into_it_then_appends():
+    agg = checked(CONCAT, min_arity=2)
+    agg.bulk_insert(["a", "b"], [3, 5])
+    agg.bulk_insert(["c", "d", "e"], [5, 5, 7])
+    assert agg.query() == "a;b;c;d;e;"
+    assert len(agg) == 3
+    assert agg.query(5, 5) == "b;c;d;"
+
+
 # ---------------------------------------------------------------- API contract
 def test_bulk_evict_returns_how_many_went_for_none_some_and_all():
     agg = checked("sum", min_arity=2)

@@ -175,9 +175,10 @@ def make_bulk_insert(build: TreeBuild, made):
             return st
         if m == 1:  # no scratch to allocate for a single entry
             return insert_at(bufs, st, batch_times[0], load(batch_parts, 0))
-        if FINGER and (st[2] == 0 or youngest(bufs) < batch_times[0]):
-            # younger than every entry: appends at the right finger, O(1) amortized each, are
-            # the bulk insert at d = 0 without its scratch and merge passes
+        if FINGER and (st[2] == 0 or youngest(bufs) <= batch_times[0]):
+            # no older than every entry: appends at the right finger (the first may combine
+            # into the youngest entry), O(1) amortized each, are the bulk insert at d = 0
+            # without its scratch and merge passes
             return bulk_insert_loop(bufs, st, batch_times, batch_parts, m)
         room = m + 2
         twigs = (alloc_times(room), alloc(room), alloc_ints(room), alloc_ints(8 * room))
