@@ -1,4 +1,4 @@
-"""winagg's FiBA against the C++ reference's out-of-order driver, side by side, in one run.
+"""winagg's FiBA against the C++ reference's out-of-order and bulk drivers, side by side, in one run.
 
 The reference is IBM/sliding-window-aggregators (Apache-2.0), its sources in
 ../shared/reference/swag-cpp. Its ``ooo_benchmark_driver`` is built with its own Makefile
@@ -9,6 +9,7 @@ Run it from the project root with the project's interpreter:
 
     .venv/bin/python bench/vs_reference_ooo.py                       # sum, max, geomean; d = 0, 2^0 .. 2^19
     .venv/bin/python bench/vs_reference_ooo.py --aggs sum --distances 0 1024 --window 65536
+    .venv/bin/python bench/vs_reference_ooo.py --experiment bulk_evict_insert --bulk-sizes 1 64 4096
 
 The experiment is the reference driver's: the window first holds the d youngest times
 (iterations - d .. iterations - 1) and the n - d oldest (0 .. n - d - 1); each round then
@@ -20,6 +21,12 @@ the reference keeps one running value. The reference times only
 its rounds; winagg's rate is fill-corrected the same way as in vs_reference.py. C++ and winagg
 alternate --reps times; the last column is winagg / C++ of the medians (above 1: winagg is
 faster). Each winagg answer is checked against a numpy sum, max or geometric mean.
+
+``--experiment bulk_evict`` and ``bulk_evict_insert`` run the reference's bulk drivers
+(paper 004's bulk experiments) instead: on the same fill, each round evicts every time up to
+i - n + m - 1 in one bulk evict and inserts the next m times one by one (``bulk_evict``) or
+m + 1 of them in one bulk insert (``bulk_evict_insert``, as the reference's range), then
+queries; the rates are items inserted a second.
 """
 from __future__ import annotations
 
@@ -39,117 +46,171 @@ SOURCES = HERE.parent.parent / "shared" / "reference" / "swag-cpp"
 AGGS = ["sum", "max", "geomean"]
 
 
-def build_ooo_driver() -> Path:
-    """The reference's ooo_benchmark_driver, built once with its Makefile into the cache folder."""
+#: The reference's drivers: Makefile target, binary.
+DRIVERS = {"ooo": ("ooo_benchmark", "ooo_benchmark_driver"),
+           "bulk_evict": ("bulk_evict_benchmark", "bulk_evict_benchmark_driver"),
+           "bulk_evict_insert": ("bulk_evict_insert_benchmark", "bulk_evict_insert_benchmark_driver")}
+
+
+def build_driver(experiment: str) -> Path:
+    """The reference's driver of ``experiment``, built once with its Makefile into the cache folder."""
+    target, name = DRIVERS[experiment]
     home = Path(os.environ.get("WINAGG_REFERENCE_BIN", Path.home() / ".cache" / "winagg-reference"))
-    driver = home / "bin" / "ooo_benchmark_driver"
+    driver = home / "bin" / name
     if driver.exists():
         return driver
     if shutil.which("g++") is None or shutil.which("make") is None:
         sys.exit("vs_reference_ooo: needs g++ and make (apt-get install -y g++ make)")
     home.mkdir(parents=True, exist_ok=True)
     for item in SOURCES.iterdir():
-        target = home / item.name
+        copy = home / item.name
         if item.is_dir():
-            shutil.copytree(item, target, dirs_exist_ok=True)
+            shutil.copytree(item, copy, dirs_exist_ok=True)
         else:
-            shutil.copy2(item, target)
-    print(f"building the reference's ooo driver in {home} ...", file=sys.stderr, flush=True)
-    subprocess.run(["make", "-C", str(home), "ooo_benchmark"], check=True, stdout=subprocess.DEVNULL)
+            shutil.copy2(item, copy)
+    print(f"building the reference's {name} in {home} ...", file=sys.stderr, flush=True)
+    subprocess.run(["make", "-C", str(home), target], check=True, stdout=subprocess.DEVNULL)
     return driver
 
 
-def reference_rate(driver: Path, agg: str, n: int, d: int, rounds: int) -> float:
-    done = subprocess.run([str(driver), "bfinger4", agg, str(n), str(d), str(n + rounds)],
+def reference_rate(driver: Path, experiment: str, agg: str, n: int, d: int, m: int, rounds: int) -> float:
+    """Items a second of the reference's timed rounds (``rounds`` items after the fill)."""
+    bulk = [] if experiment == "ooo" else [str(m)]
+    done = subprocess.run([str(driver), "bfinger4", agg, str(n), str(d), *bulk, str(n + rounds)],
                           capture_output=True, text=True)
     for line in done.stdout.splitlines():
         if line.startswith("core runtime:"):
             return rounds / float(line.split(":")[1])
-    print(f"  reference bfinger4 {agg} n={n} d={d} failed: {done.stderr[-300:]!r}", file=sys.stderr)
+    print(f"  reference bfinger4 {agg} n={n} d={d} m={m} failed: {done.stderr[-300:]!r}", file=sys.stderr)
     return float("nan")
 
 
 FIBA_OPTIONS = dict(min_arity=4, variant="finger", bulk=True)  # the reference's bfinger4
+NEVER = np.iinfo(np.int64).min  # a horizon that evicts nothing
 
 
-def reference_steps(n: int, d: int, iterations: int):
-    """``(times, values, plan)``: the reference driver's rounds as one plan of winagg's out-of-order
-    driver. The fill inserts the d youngest times, then the n - d oldest, answering only at its
-    last step; every later step inserts the next time (d entries from the youngest end), evicts
-    the oldest entry (by time) and answers the whole window."""
+def round_starts(n: int, d: int, m: int, iterations: int) -> np.ndarray:
+    """The first time each round inserts: the reference's loop from n - d to iterations - d by m."""
+    return np.arange(n - d, iterations - d, m, dtype=np.int64)
+
+
+def reference_steps(experiment: str, n: int, d: int, m: int, iterations: int):
+    """``(times, plan)``: the reference driver's fill and rounds as one plan of winagg's
+    out-of-order driver.
+
+    The fill inserts the d youngest times (iterations - d ..), then the n - d oldest (0 ..),
+    and answers at its last step only. Then, per round:
+
+    * ``ooo``: insert the next time (d entries from the youngest end), evict the oldest entry
+      (every time up to the in-order time n - d below it) and answer the whole window;
+    * ``bulk_evict``: evict every time up to i - n + m - 1 in one bulk evict, insert the m
+      times i .. i + m - 1 one by one, answer after the last;
+    * ``bulk_evict_insert``: the same eviction, then the m + 1 times i .. i + m in one bulk
+      insert (the reference's range ends one past the next round's first time, which is
+      therefore inserted twice and combined), and answer.
+    """
     from winagg.driver import NO_ANSWER, WHOLE, OutOfOrderPlan
 
-    times = np.concatenate((np.arange(iterations - d, iterations), np.arange(iterations - d))).astype(np.int64)
-    steps = times.size
-    # A round's oldest entry is the in-order time n - d below the one it inserts: evicting every
-    # time up to it evicts that entry alone. The fill evicts nothing.
-    horizons = np.full(steps, np.iinfo(np.int64).min)
-    horizons[n:] = times[n:] - (n - d)
-    answers = np.full(steps, WHOLE, np.int64)
-    answers[: n - 1] = NO_ANSWER
+    fill = np.concatenate((np.arange(iterations - d, iterations), np.arange(n - d))).astype(np.int64)
+    starts = round_starts(n, d, m, iterations)
+    stop = iterations - d
+    if experiment == "ooo":
+        rounds = np.arange(n - d, stop, dtype=np.int64)
+        adds = np.ones(rounds.size, np.int64)
+        horizons, answers = rounds - (n - d), np.full(rounds.size, WHOLE, np.int64)
+    elif experiment == "bulk_evict":
+        rounds = np.arange(n - d, stop, dtype=np.int64)
+        adds = np.ones(rounds.size, np.int64)
+        first = (rounds - (n - d)) % m == 0
+        horizons = np.where(first, rounds - n + m - 1, NEVER)
+        last = np.zeros(rounds.size, bool)
+        last[np.minimum(starts + m, stop) - (n - d) - 1] = True
+        answers = np.where(last, WHOLE, NO_ANSWER)
+    else:
+        rounds = (starts[:, None] + np.arange(m + 1)).ravel()
+        adds = np.full(starts.size, m + 1, np.int64)
+        horizons, answers = starts - n + m - 1, np.full(starts.size, WHOLE, np.int64)
+    fill_answers = np.full(fill.size, NO_ANSWER, np.int64)
+    fill_answers[-1] = WHOLE
+    steps = fill.size + adds.size
     bounds = np.zeros(steps, np.int64)  # unused by whole-window answers
     none = np.empty(0, np.int64)
-    plan = OutOfOrderPlan(none, none, horizons, answers, bounds, bounds, none, np.int64(0))
-    return times, 1 + times % 101, plan
+    per_row = experiment == "ooo"
+    plan = OutOfOrderPlan(none if per_row else np.concatenate((np.ones(fill.size, np.int64), adds)),
+                          none if per_row else np.zeros(steps, np.int64),
+                          np.concatenate((np.full(fill.size, NEVER), horizons)),
+                          np.concatenate((fill_answers, answers)), bounds, bounds, none, np.int64(0))
+    return np.concatenate((fill, rounds)), plan
 
 
-def winagg_runner(agg: str):
-    """``run(n, d, iterations) -> (last answer, size, seconds)``: the reference driver's rounds
+def winagg_runner(experiment: str, agg: str):
+    """``run(n, d, m, iterations) -> (last answer, seconds)``: the reference driver's rounds
     through winagg's compiled out-of-order driver (FiBA, int64 times); ``seconds`` times the
     driver alone, not the plan's making."""
-    from winagg import aggregations, state
+    from winagg import aggregations
     from winagg.driver import compiled_out_of_order_driver, run_out_of_order
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
-    driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=True)
+    driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=experiment == "ooo")
 
-    def run(n, d, iterations):
-        times, values, plan = reference_steps(n, d, iterations)
-        window = driver.make_room(driver.init(n + 1), n + 1)
+    def run(n, d, m, iterations):
+        times, plan = reference_steps(experiment, n, d, m, iterations)
+        window = driver.make_room(driver.init(n + 2 * m + 2), n + 2 * m + 2)
         start = time.perf_counter()
-        out, _, (_, st) = run_out_of_order(driver, values, times, plan, window)
-        return out[-1], state.size(st), time.perf_counter() - start
+        out, _, _ = run_out_of_order(driver, 1 + times % 101, times, plan, window)
+        return out[-1], time.perf_counter() - start
 
     return run
 
 
-def expected(agg: str, n: int, d: int, iterations: int) -> float:
-    """The window after the last round: times iterations - n - d .. iterations - d - 1 and the d youngest."""
-    times = np.concatenate((np.arange(iterations - n, iterations - d), np.arange(iterations - d, iterations)))
-    values = (1 + times % 101).astype(np.float64)
+def expected(experiment: str, agg: str, n: int, d: int, m: int, iterations: int) -> float:
+    """The last answer, from the items the rounds inserted (numpy): every time above the last
+    eviction's horizon, a time inserted twice counted twice."""
+    times, plan = reference_steps(experiment, n, d, m, iterations)
+    held = times[times > plan.horizons.max()]
+    values = (1 + held % 101).astype(np.float64)
     return {"sum": values.sum, "max": values.max, "geomean": lambda: np.exp(np.log(values).mean())}[agg]()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--experiment", choices=sorted(DRIVERS), default="ooo",
+                        help="the reference driver: ooo (default), bulk_evict or bulk_evict_insert")
     parser.add_argument("--window", type=int, default=1 << 20, help="n, larger than every distance")
     parser.add_argument("--distances", type=int, nargs="+", default=[0] + [1 << k for k in range(0, 20, 3)] + [1 << 19])
+    parser.add_argument("--bulk-sizes", type=int, nargs="+", default=[1], metavar="M",
+                        help="items evicted and inserted a round by the bulk experiments (default 1)")
     parser.add_argument("--aggs", nargs="+", default=AGGS)
-    parser.add_argument("--rounds", type=int, default=3_000_000)
+    parser.add_argument("--rounds", type=int, default=3_000_000, help="items inserted after the fill")
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     n = args.window
     if any(not 0 <= d < n for d in args.distances):
         parser.error(f"every distance must be in 0 .. window - 1 ({n - 1})")
+    sizes = [1] if args.experiment == "ooo" else args.bulk_sizes
+    if any(not 1 <= m < n for m in sizes):
+        parser.error(f"every bulk size must be in 1 .. window - 1 ({n - 1})")
 
-    driver = build_ooo_driver()
-    print(f"# load before: {os.getloadavg()}", flush=True)
-    print("n\td\tagg\trounds\treference M/s\twinagg M/s\tcheck\twinagg/reference", flush=True)
+    driver = build_driver(args.experiment)
+    print(f"# {args.experiment}; load before: {os.getloadavg()}", flush=True)
+    print("n\td\tm\tagg\titems\treference M/s\twinagg M/s\tcheck\twinagg/reference", flush=True)
     for agg in args.aggs:
-        run = winagg_runner(agg)
-        run(64, 8, 1000)  # compile, warm
+        run = winagg_runner(args.experiment, agg)
+        run(64, 8, 4, 1000)  # compile, warm
         for d in args.distances:
-            rounds = args.rounds
-            ref_rates, our_rates = [], []
-            for _ in range(args.reps):
-                ref_rates.append(reference_rate(driver, agg, n, d, rounds))
-                fill = run(n, d, n)[2]
-                answer, size, total = run(n, d, n + rounds)
-                our_rates.append(rounds / max(total - fill, 1e-9))
-            want = expected(agg, n, d, n + rounds)
-            check = "ok" if size == n and np.isclose(answer, want, rtol=1e-6) else f"MISMATCH {answer!r} != {want!r}"
-            r, o = statistics.median(ref_rates), statistics.median(our_rates)
-            print(f"{n}\t{d}\t{agg}\t{rounds}\t{r / 1e6:.2f}\t{o / 1e6:.2f}\t{check}\t{o / r:.2f}", flush=True)
+            for m in sizes:
+                rounds = args.rounds
+                ref_rates, our_rates = [], []
+                for _ in range(args.reps):
+                    ref_rates.append(reference_rate(driver, args.experiment, agg, n, d, m, rounds))
+                    fill = run(n, d, m, n)[1]
+                    answer, total = run(n, d, m, n + rounds)
+                    our_rates.append(rounds / max(total - fill, 1e-9))
+                want = expected(args.experiment, agg, n, d, m, n + rounds)
+                check = "ok" if np.isclose(answer, want, rtol=1e-6) else f"MISMATCH {answer!r} != {want!r}"
+                r, o = statistics.median(ref_rates), statistics.median(our_rates)
+                print(f"{n}\t{d}\t{m}\t{agg}\t{rounds}\t{r / 1e6:.2f}\t{o / 1e6:.2f}\t{check}\t{o / r:.2f}",
+                      flush=True)
     print(f"# load after: {os.getloadavg()}", flush=True)
 
 
