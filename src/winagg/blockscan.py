@@ -509,10 +509,12 @@ def warm(aggs=COMMON) -> list:
     ``winagg warm``). Returns the compiled keys.
     """
     from . import aggregations
+    from .inputs import read_times
 
     floats = np.array([1.0, np.nan, 2.5, 4.0])
     integers = np.array([1, 2, 3, 4], np.int64)
     times = np.array([0, 1, 1, 3], np.int64)
+    read_times(times, 2, times.size)  # the pass over the times winagg.rolling makes before a time window
     keys = []
     for agg in aggs:
         for values in (floats, integers):

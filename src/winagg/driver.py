@@ -503,11 +503,12 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
             # cut), the rest in one bulk evict. One call site each: the loop inlines them.
             forced = 0 if PER_ROW else evicts[k]
             done = 0
-            while entries(st) > 0 and (done < forced or (done < forced + FEW and oldest(b) <= horizons[k])):
+            while entries(st) > 0 and (done < forced or oldest(b) <= horizons[k]):
+                if done == forced + FEW:
+                    st = evict_upto(b, st, horizons[k])
+                    break
                 st = evict(b, st)
                 done += 1
-            if entries(st) > 0 and oldest(b) <= horizons[k]:
-                st = evict_upto(b, st, horizons[k])
             if row_ranges:
                 # Row k's entry stays (its time is above the horizon), so the window is not empty.
                 # When every entry lies in the range (always, for sorted times), the answer is the
