@@ -477,7 +477,7 @@ def _moments_kernel(x, starts, width, ddof, root, scratch, out):
         c = e
 
 
-@nb.njit(cache=True, inline="always", error_model="numpy")
+@nb.njit(cache=True, error_model="numpy")
 def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     """Merge two shifted-sum partials (Chan et al.) and lower to variance or stddev."""
     ra = 1.0 / max(na, 1.0)  # an empty partial has s1 = s2 = 0, so its M2 comes out as 0
