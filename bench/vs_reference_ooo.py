@@ -144,18 +144,18 @@ def reference_steps(experiment: str, n: int, d: int, m: int, iterations: int):
 
 
 def winagg_runner(experiment: str, agg: str):
-    """``run(n, d, m, iterations) -> (last answer, seconds)``: the reference driver's rounds
-    through winagg's compiled out-of-order driver (FiBA, int64 times); ``seconds`` times the
-    driver alone, not the plan's making."""
+    """``run(steps, room) -> (last answer, seconds)``: a plan of :func:`reference_steps` through
+    winagg's compiled out-of-order driver (FiBA, int64 times) on a window made with room for
+    ``room`` entries; ``seconds`` times the driver alone."""
     from winagg import aggregations
     from winagg.driver import compiled_out_of_order_driver, run_out_of_order
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
     driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=experiment == "ooo")
 
-    def run(n, d, m, iterations):
-        times, plan = reference_steps(experiment, n, d, m, iterations)
-        window = driver.make_room(driver.init(n + 2 * m + 2), n + 2 * m + 2)
+    def run(steps, room):
+        times, plan = steps
+        window = driver.make_room(driver.init(room), room)
         start = time.perf_counter()
         out, _, _ = run_out_of_order(driver, 1 + times % 101, times, plan, window)
         return out[-1], time.perf_counter() - start
@@ -163,10 +163,10 @@ def winagg_runner(experiment: str, agg: str):
     return run
 
 
-def expected(experiment: str, agg: str, n: int, d: int, m: int, iterations: int) -> float:
-    """The last answer, from the items the rounds inserted (numpy): every time above the last
-    eviction's horizon, a time inserted twice counted twice."""
-    times, plan = reference_steps(experiment, n, d, m, iterations)
+def expected(agg: str, steps) -> float:
+    """The last answer of ``steps`` (``(times, plan)``), from the items the rounds inserted (numpy):
+    every time above the last eviction's horizon, a time inserted twice counted twice."""
+    times, plan = steps
     held = times[times > plan.horizons.max()]
     values = (1 + held % 101).astype(np.float64)
     return {"sum": values.sum, "max": values.max, "geomean": lambda: np.exp(np.log(values).mean())}[agg]()
@@ -196,17 +196,20 @@ def main() -> None:
     print("n\td\tm\tagg\titems\treference M/s\twinagg M/s\tcheck\twinagg/reference", flush=True)
     for agg in args.aggs:
         run = winagg_runner(args.experiment, agg)
-        run(64, 8, 4, 1000)  # compile, warm
+        run(reference_steps(args.experiment, 64, 8, 4, 1000), 80)  # compile, warm
         for d in args.distances:
             for m in sizes:
                 rounds = args.rounds
+                fill_only = reference_steps(args.experiment, n, d, m, n)
+                whole = reference_steps(args.experiment, n, d, m, n + rounds)
+                room = n + 2 * m + 2
                 ref_rates, our_rates = [], []
                 for _ in range(args.reps):
                     ref_rates.append(reference_rate(driver, args.experiment, agg, n, d, m, rounds))
-                    fill = run(n, d, m, n)[1]
-                    answer, total = run(n, d, m, n + rounds)
+                    fill = run(fill_only, room)[1]
+                    answer, total = run(whole, room)
                     our_rates.append(rounds / max(total - fill, 1e-9))
-                want = expected(args.experiment, agg, n, d, m, n + rounds)
+                want = expected(agg, whole)
                 check = "ok" if np.isclose(answer, want, rtol=1e-6) else f"MISMATCH {answer!r} != {want!r}"
                 r, o = statistics.median(ref_rates), statistics.median(our_rates)
                 print(f"{n}\t{d}\t{m}\t{agg}\t{rounds}\t{r / 1e6:.2f}\t{o / 1e6:.2f}\t{check}\t{o / r:.2f}",

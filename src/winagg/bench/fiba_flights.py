@@ -92,8 +92,9 @@ def flights_plan(times, window):
     """``(kept, plan)``: the flights that are not too late (a boolean mask over ``times``) and the
     out-of-order driver's plan over them: insert each at its time, evict every entry older than the
     youngest time so far minus ``window``, answer the whole window."""
-    kept = times >= np.maximum.accumulate(times) - window
-    youngest = np.maximum.accumulate(times[kept])
+    youngest_so_far = np.maximum.accumulate(times)
+    kept = times >= youngest_so_far - window
+    youngest = youngest_so_far[kept]  # a late flight is older than the youngest: it moves no maximum
     n = youngest.size
     zeros = np.zeros(n)
     return kept, OutOfOrderPlan(_NONE, _NONE, just_below(youngest - window), np.full(n, WHOLE, np.int64),
