@@ -12,13 +12,14 @@ def make_insert_evict(build: TreeBuild, made):
     kernels) and the single evict of the oldest entry."""
     AGG, COMMUTATIVE, FINGER, MAX_ENTRIES = build.agg, build.commutative, build.finger, build.max_entries
     MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
-    combine, flat, identity, into, load = build.combine, build.flat, build.identity, build.into, build.load
+    combine, flat, load = build.combine, build.flat, build.load
     prefetch, scalar, store = build.prefetch, build.scalar, build.store
     find_start, fold_in, insert_entry, kind = made.find_start, made.fold_in, made.insert_entry, made.kind
     rebalance_after_evict, recompute, repair = made.rebalance_after_evict, made.recompute, made.repair
     repair_apart, repair_commutative = made.repair_apart, made.repair_commutative
     repair_local, shift_left, split = made.repair_local, made.shift_left, made.split
     split_right_finger, youngest = made.split_right_finger, made.youngest
+    add, finish, start = made.add, made.finish, made.start
 
     def append(bufs, x, t, v):
         """Append (t, v) to the right finger x, t younger than every entry (the in-order insert)."""
@@ -117,39 +118,20 @@ def make_insert_evict(build: TreeBuild, made):
         keys, parts, ints = bufs[KEYS], bufs[PARTS], bufs[INTS]
         r = x * RECORD
         n = ints[at(r + N_ENTRIES)] - 1
-        acc = identity
+        acc = start(parts, at(x * SLOTS + AGG))
         for j in range(n):
             scalar(j)
             keys[at(x * SLOTS + j)] = keys[at(x * SLOTS + j + 1)]
             v = load(parts, at(x * SLOTS + j + 1))
             store(parts, at(x * SLOTS + j), v)
-            acc = combine(acc, v)
+            acc = add(acc, v)
         ints[at(r + N_ENTRIES)] = n
         p = ints[at(r + PARENT)]
         if p != ints[ROOT]:  # younger than the whole leaf: the parent's left aggregate
-            acc = combine(acc, load(parts, at(p * SLOTS + AGG)))
+            acc = add(acc, load(parts, at(p * SLOTS + AGG)))
             n += ints[at(p * RECORD + COVERED)]
-        store(parts, at(x * SLOTS + AGG), acc)
+        finish(parts, at(x * SLOTS + AGG), acc)
         ints[at(r + COVERED)] = n
-
-    if into is not None:
-        def drop_oldest_refold(bufs, x):  # noqa: F811 - the same, folding into the aggregate's row
-            keys, parts, ints = bufs[KEYS], bufs[PARTS], bufs[INTS]
-            r = x * RECORD
-            n = ints[at(r + N_ENTRIES)] - 1
-            for j in range(n):
-                keys[at(x * SLOTS + j)] = keys[at(x * SLOTS + j + 1)]
-                store(parts, at(x * SLOTS + j), load(parts, at(x * SLOTS + j + 1)))
-            ints[at(r + N_ENTRIES)] = n
-            row = load(parts, at(x * SLOTS + AGG))
-            into(row, load(parts, at(x * SLOTS)), identity)  # n >= MIN_ENTRIES >= 1 entries stay
-            for j in range(1, n):
-                into(row, row, load(parts, at(x * SLOTS + j)))
-            p = ints[at(r + PARENT)]
-            if p != ints[ROOT]:  # younger than the whole leaf: the parent's left aggregate
-                into(row, row, load(parts, at(p * SLOTS + AGG)))
-                n += ints[at(p * RECORD + COVERED)]
-            ints[at(r + COVERED)] = n
 
     drop_oldest_refold = flat(drop_oldest_refold)
 

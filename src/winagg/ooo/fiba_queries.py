@@ -50,31 +50,20 @@ def make_extent(build: TreeBuild, made):
 def make_queries(build: TreeBuild, made):
     """The whole-window query and the range query."""
     AGG, FINGER, LOCAL, RECORD, SLOTS = build.agg, build.finger, build.local, build.record, build.slots
-    at, combine, flat, identity, into, load = build.at, build.combine, build.flat, build.identity, build.into, build.load
-    kind = made.kind
+    at, combine, flat, identity, load = build.at, build.combine, build.flat, build.identity, build.load
+    add, kind, start_combined = made.add, made.kind, made.start_combined
 
     def query(bufs, st):  # flat: O(1)
         parts, ints = bufs[PARTS], bufs[INTS]
         root = ints[ROOT]
         if not FINGER or ints[at(root * RECORD + IS_LEAF)] != 0:
             return load(parts, at(root * SLOTS + AGG))
-        return combine(combine(load(parts, at(ints[LEFT_FINGER] * SLOTS + AGG)),
-                               load(parts, at(root * SLOTS + AGG))),
-                       load(parts, at(ints[RIGHT_FINGER] * SLOTS + AGG)))
-
-    if into is not None and FINGER:
-        def query(bufs, st):  # noqa: F811 - the same, folded into a row instead of allocated
-            # The answer goes to the root's overflow slot: an internal root keeps no local
-            # aggregate and holds an entry there only inside an insert. Like the FIFO
-            # algorithms' in-place queries, the row is overwritten by the next query.
-            parts, ints = bufs[PARTS], bufs[INTS]
-            root = ints[ROOT]
-            if ints[at(root * RECORD + IS_LEAF)] != 0:
-                return load(parts, at(root * SLOTS + AGG))
-            answer = load(parts, at(root * SLOTS + LOCAL))
-            into(answer, load(parts, at(ints[LEFT_FINGER] * SLOTS + AGG)), load(parts, at(root * SLOTS + AGG)))
-            into(answer, answer, load(parts, at(ints[RIGHT_FINGER] * SLOTS + AGG)))
-            return answer
+        # A row partial's answer goes to the root's overflow slot: an internal root keeps no local
+        # aggregate and holds an entry there only inside an insert. Like the FIFO algorithms'
+        # in-place queries, the row is overwritten by the next query.
+        answer = start_combined(parts, at(root * SLOTS + LOCAL), load(parts, at(ints[LEFT_FINGER] * SLOTS + AGG)),
+                                load(parts, at(root * SLOTS + AGG)))
+        return add(answer, load(parts, at(ints[RIGHT_FINGER] * SLOTS + AGG)))
 
     query = flat(query)
 

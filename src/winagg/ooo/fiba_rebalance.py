@@ -5,19 +5,18 @@ from __future__ import annotations
 from .fiba_layout import (
     CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE, PARENT,
     PARTS, RIGHT, RIGHT_FINGER, ROOT, TreeBuild)
-from .fiba_rows import extend_in_row
 
 
 def make_rebalance(build: TreeBuild, made):
     """Splits after an insert (with the cheap repair of an appended right finger) and the
     merges and loans that fix underflows after an evict."""
     AGG, LOCAL, MAX_ENTRIES, MIN_ENTRIES = build.agg, build.local, build.max_entries, build.min_entries
-    RECORD, SLOTS, apart, at, combine = build.record, build.slots, build.apart, build.at, build.combine
-    flat, load, mu, scalar, store = build.flat, build.load, build.mu, build.scalar, build.store
+    RECORD, SLOTS, apart, at, flat = build.record, build.slots, build.apart, build.at, build.flat
+    load, mu, scalar = build.load, build.mu, build.scalar
     alloc_node, child_index, collapse_root = made.alloc_node, made.child_index, made.collapse_root
     copy_entry, free_node, insert_entry, kind = made.copy_entry, made.free_node, made.insert_entry, made.kind
     new_root_above, recompute, recompute_if_up = made.new_root_above, made.recompute, made.recompute_if_up
-    repair, set_child, shift_left = made.repair, made.set_child, made.shift_left
+    fold_in, repair, set_child, shift_left = made.fold_in, made.repair, made.set_child, made.shift_left
 
     def split(bufs, x):
         """Split an over-full x (2*mu entries) in two; returns the new right node."""
@@ -50,10 +49,9 @@ def make_rebalance(build: TreeBuild, made):
 
     def extend(parts, slot, a, b):
         """The partial at ``slot`` becomes itself (+) a (+) b."""
-        store(parts, slot, combine(combine(load(parts, slot), a), b))
+        fold_in(parts, slot, a)
+        fold_in(parts, slot, b)
 
-    if build.into is not None:
-        extend = extend_in_row(build)
     extend = flat(extend)
 
     def split_right_finger(bufs, x):

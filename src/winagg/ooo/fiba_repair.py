@@ -5,26 +5,15 @@ from __future__ import annotations
 from .fiba_layout import (
     CHILD, COVERED, INNER, INTS, IS_LEAF, LEFT, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE, PARENT,
     PARTS, RIGHT, ROOT, UP, TreeBuild)
-from .fiba_rows import refold_in_row, refold_up_in_row, repair_commutative_in_row, walk_down_local_in_row
 
 
 def make_repair(build: TreeBuild, made):
     """Each node's aggregate kind and refold, and the repairs after a change: up to the first
     spine node or the root, then down the touched spines to the fingers (finger repair)."""
     AGG, FINGER, LOCAL, RECORD, SLOTS = build.agg, build.finger, build.local, build.record, build.slots
-    apart, at, combine, flat, identity = build.apart, build.at, build.combine, build.flat, build.identity
-    into, load, scalar, store = build.into, build.load, build.scalar, build.store
-
-    if into is None:
-        def fold_in(parts, slot, v):
-            """The partial at ``slot`` becomes itself (+) v."""
-            store(parts, slot, combine(load(parts, slot), v))
-    else:
-        def fold_in(parts, slot, v):
-            row = load(parts, slot)
-            into(row, row, v)
-
-    fold_in = flat(fold_in)
+    apart, at, flat, load, scalar, store = build.apart, build.at, build.flat, build.load, build.scalar, build.store
+    add, add_before, finish, fold_in = made.add, made.add_before, made.finish, made.fold_in
+    set_to, start, start_with = made.set_to, made.start, made.start_with
 
     def kind(bufs, x):
         ints = bufs[INTS]
@@ -46,49 +35,49 @@ def make_repair(build: TreeBuild, made):
         n = ints[at(r + N_ENTRIES)]
         p = ints[at(r + PARENT)]
         parent_term = p != NIL and p != ints[ROOT]
-        acc = identity
         c = 0
         if ints[at(r + IS_LEAF)] != 0:
             if k == RIGHT and parent_term:  # older than the whole node
-                acc = load(parts, at(p * SLOTS + AGG))
+                acc = start_with(parts, at(x * SLOTS + AGG), load(parts, at(p * SLOTS + AGG)))
                 c = ints[at(p * RECORD + COVERED)]
+            else:
+                acc = start(parts, at(x * SLOTS + AGG))
             for i in range(n):
                 scalar(i)
-                acc = combine(acc, load(parts, at(x * SLOTS + i)))
+                acc = add(acc, load(parts, at(x * SLOTS + i)))
             c += n
         else:
+            acc = start(parts, at(x * SLOTS + AGG))
             lo_child = 1 if (k == INNER or k == LEFT) else 0
             hi_child = n - 1 if (k == INNER or k == RIGHT) else n
             for i in range(n + 1):
                 scalar(i)
                 if lo_child <= i <= hi_child:
                     ch = ints[at(r + CHILD + i)]
-                    acc = combine(acc, load(parts, at(ch * SLOTS + AGG)))
+                    acc = add(acc, load(parts, at(ch * SLOTS + AGG)))
                     if recount:
                         c += ints[at(ch * RECORD + COVERED)]
                 if i < n:
-                    acc = combine(acc, load(parts, at(x * SLOTS + i)))
+                    acc = add(acc, load(parts, at(x * SLOTS + i)))
                     c += 1
             if k == RIGHT or k == LEFT:
                 store(parts, at(x * SLOTS + LOCAL), acc)  # the local aggregate (see walk_down_local)
                 if parent_term:
                     if k == RIGHT:  # older than the whole node
-                        acc = combine(load(parts, at(p * SLOTS + AGG)), acc)
+                        acc = add_before(load(parts, at(p * SLOTS + AGG)), acc)
                     else:  # younger than the whole node
-                        acc = combine(acc, load(parts, at(p * SLOTS + AGG)))
+                        acc = add(acc, load(parts, at(p * SLOTS + AGG)))
                     if recount:
                         c += ints[at(p * RECORD + COVERED)]
         if k == LEFT and parent_term and ints[at(r + IS_LEAF)] != 0:  # younger than the whole leaf
-            acc = combine(acc, load(parts, at(p * SLOTS + AGG)))
+            acc = add(acc, load(parts, at(p * SLOTS + AGG)))
             c += ints[at(p * RECORD + COVERED)]
-        store(parts, at(x * SLOTS + AGG), acc)
+        finish(parts, at(x * SLOTS + AGG), acc)
         if recount:
             ints[at(r + COVERED)] = c
         else:
             ints[at(r + COVERED)] += delta
 
-    if into is not None:
-        refold = refold_in_row(build)
     refold = flat(refold)
 
     def refold_up(bufs, x, delta):
@@ -96,16 +85,14 @@ def make_repair(build: TreeBuild, made):
         parts, ints = bufs[PARTS], bufs[INTS]
         r = x * RECORD
         n = ints[at(r + N_ENTRIES)]
-        acc = load(parts, at(ints[at(r + CHILD)] * SLOTS + AGG))
+        acc = start_with(parts, at(x * SLOTS + AGG), load(parts, at(ints[at(r + CHILD)] * SLOTS + AGG)))
         for i in range(n):
             scalar(i)
-            acc = combine(acc, load(parts, at(x * SLOTS + i)))
-            acc = combine(acc, load(parts, at(ints[at(r + CHILD + i + 1)] * SLOTS + AGG)))
-        store(parts, at(x * SLOTS + AGG), acc)
+            acc = add(acc, load(parts, at(x * SLOTS + i)))
+            acc = add(acc, load(parts, at(ints[at(r + CHILD + i + 1)] * SLOTS + AGG)))
+        finish(parts, at(x * SLOTS + AGG), acc)
         ints[at(r + COVERED)] += delta
 
-    if into is not None:
-        refold_up = refold_up_in_row(build)
     refold_up = flat(refold_up)
 
     def recompute(bufs, x):
@@ -144,16 +131,12 @@ def make_repair(build: TreeBuild, made):
                 walk_down(bufs, c, right)
                 return
             if right:
-                store(parts, at(c * SLOTS + AGG),
-                      combine(load(parts, at(x * SLOTS + AGG)), load(parts, at(c * SLOTS + LOCAL))))
+                set_to(parts, at(c * SLOTS + AGG), load(parts, at(x * SLOTS + AGG)), load(parts, at(c * SLOTS + LOCAL)))
             else:
-                store(parts, at(c * SLOTS + AGG),
-                      combine(load(parts, at(c * SLOTS + LOCAL)), load(parts, at(x * SLOTS + AGG))))
+                set_to(parts, at(c * SLOTS + AGG), load(parts, at(c * SLOTS + LOCAL)), load(parts, at(x * SLOTS + AGG)))
             ints[at(c * RECORD + COVERED)] += delta
             x = c
 
-    if into is not None:
-        walk_down_local = walk_down_local_in_row(build, recompute, walk_down)
     walk_down_local = flat(walk_down_local)
 
     def repair(bufs, top, hit_left, hit_right):
@@ -221,7 +204,7 @@ def make_repair(build: TreeBuild, made):
         x = top
         while True:
             k = kind(bufs, x)
-            store(parts, at(x * SLOTS + AGG), combine(load(parts, at(x * SLOTS + AGG)), v))
+            fold_in(parts, at(x * SLOTS + AGG), v)
             ints[at(x * RECORD + COVERED)] += 1
             if x == root:
                 return
@@ -233,20 +216,18 @@ def make_repair(build: TreeBuild, made):
             return
         if ints[at(x * RECORD + IS_LEAF)] != 0:
             return  # a finger: no spine below
-        store(parts, at(x * SLOTS + LOCAL), combine(load(parts, at(x * SLOTS + LOCAL)), v))
+        fold_in(parts, at(x * SLOTS + LOCAL), v)
         right = k == RIGHT
         while ints[at(x * RECORD + IS_LEAF)] == 0:
             x = ints[at(x * RECORD + CHILD + (ints[at(x * RECORD + N_ENTRIES)] if right else 0))]
             if ints[at(x * RECORD + ON_LEFT_SPINE)] == ints[at(x * RECORD + ON_RIGHT_SPINE)]:
                 return  # on both spines: its aggregate holds no parent's (never here in practice)
-            store(parts, at(x * SLOTS + AGG), combine(load(parts, at(x * SLOTS + AGG)), v))
+            fold_in(parts, at(x * SLOTS + AGG), v)
             ints[at(x * RECORD + COVERED)] += 1
 
-    if into is not None:
-        repair_commutative = repair_commutative_in_row(build, kind, repair, fold_in)
     repair_commutative = flat(repair_commutative)
 
-    return dict(fold_in=fold_in, kind=kind, refold=refold, refold_up=refold_up, recompute=recompute,
+    return dict(kind=kind, refold=refold, refold_up=refold_up, recompute=recompute,
                 recompute_if_up=recompute_if_up, walk_down=walk_down, walk_down_local=walk_down_local,
                 repair=repair, repair_apart=repair_apart, repair_local=repair_local,
                 repair_commutative=repair_commutative)

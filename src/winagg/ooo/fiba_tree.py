@@ -5,6 +5,7 @@ each a factory that takes the functions built before it and returns new ones:
 
 =========================  =====================================================
 :mod:`.fiba_layout`        the node layout in three flat buffers, the build choices
+:mod:`.fiba_folds`         the fold steps, over values or written into a row
 :mod:`.fiba_nodes`         the node pool, entry and child moves, new and lost roots
 :mod:`.fiba_repair`        location-sensitive aggregates and their repair up the
                            tree and down the spines (finger repair)
@@ -14,7 +15,6 @@ each a factory that takes the functions built before it and returns new ones:
 :mod:`.fiba_insert_evict`  the single insert (append or out of order) and evict
 :mod:`.fiba_bulk_evict`    bulk evict (paper 004, section 4)
 :mod:`.fiba_bulk_insert`   bulk insert (paper 004, section 5)
-:mod:`.fiba_rows`          the refolds of vector partials written into their rows
 =========================  =====================================================
 
 This module adds the capacity functions (``init``, ``grow``, ``reserve``) and returns
@@ -29,6 +29,7 @@ from typing import Callable, NamedTuple
 
 from .fiba_bulk_evict import make_bulk_evict, make_cuts
 from .fiba_bulk_insert import make_bulk_insert, make_twigs
+from .fiba_folds import make_folds
 from .fiba_insert_evict import make_insert_evict
 from .fiba_layout import (
     CAPACITY, FREE_COUNT, INTS, LEFT_FINGER, MARGIN, NEXT_FRESH, PARTS, RECORDS, RIGHT_FINGER, ROOT, TreeBuild,
@@ -62,7 +63,7 @@ class TreeFuncs(NamedTuple):
 #: their functions once per buffer type instead of once per aggregation.
 STRUCTURE = (make_nodes, make_extent, make_search, make_cuts, make_twigs)
 #: The parts that combine partials, built per aggregation, in order (each uses those before it).
-AGGREGATES = (make_repair, make_queries, make_rebalance, make_insert_evict, make_bulk_evict, make_bulk_insert)
+AGGREGATES = (make_folds, make_repair, make_queries, make_rebalance, make_insert_evict, make_bulk_evict, make_bulk_insert)
 
 _structures: dict = {}
 
