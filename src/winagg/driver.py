@@ -67,7 +67,7 @@ class Driver(NamedTuple):
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
-                 jit: Callable, dense: bool = False) -> Driver:
+                 jit: Callable, dense: bool = False, clock=None) -> Driver:
     """The driver's loop over ``funcs``, one source for both modes (``jit`` compiles or not).
 
     ``position(positions, k)`` is the position step k lifts with (see :data:`POSITIONS`).
@@ -82,9 +82,15 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     and ``emits`` empty, no counts), as :func:`row_plan` and :func:`time_plan` make: numba
     prunes the general branch, and the tightest loops (a sum by subtract-on-evict, 1.2 ns a
     row) lose the 5-20% its tests cost.
+
+    ``clock`` = ``(read_cycles, cycles_after)`` (:mod:`winagg.bench.cycles`) builds the timed
+    loop of the latency experiments: ``counts[k]`` of an answering step is then the cycles its
+    evictions, insert and answer took, and a step that does not answer goes untimed.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
-    DENSE = dense  # a constant of the closure: numba drops the branch not taken
+    DENSE = dense  # constants of the closure: numba drops the branches not taken
+    TIMED = clock is not None
+    read_cycles, cycles_after = clock if TIMED else (None, None)
     named = state.accessors(jit is jitcache.njit)
     capacity, size = named.capacity, named.size
 
@@ -98,11 +104,13 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
         bufs, st = window_state
         n = values.shape[0]
         out = new_out(n)
-        counts = np.empty(n if want_counts else 0, np.int64)
+        counts = np.empty(n if want_counts or TIMED else 0, np.int64)
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
         every_emit = emits.shape[0] == 0
         for k in range(n):
+            if TIMED:
+                started = read_cycles()
             if rows_only:
                 if k >= window:
                     st = evict(bufs, st)
@@ -119,8 +127,11 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                 if every_insert or inserts[k]:
                     st = insert(bufs, st, lift(values[k], position(positions, k)))
                 if every_emit or emits[k]:
-                    out[k] = lower(query(bufs, st))
-                    if want_counts:
+                    answer = lower(query(bufs, st))
+                    out[k] = answer
+                    if TIMED:
+                        counts[k] = cycles_after(np.float64(answer)) - started
+                    elif want_counts:
                         counts[k] = size(st)
         return out, counts, (bufs, st)
 
@@ -167,14 +178,15 @@ def _options_key(options: dict) -> tuple:
     return tuple(sorted(options.items()))
 
 
-def compiled_driver(algorithm, spec, dense: bool = False) -> Driver:
+def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False) -> Driver:
     """The :class:`Driver` of an in-order algorithm over a built-in aggregation's compiled description.
 
     ``dense`` (see :func:`build_driver`): for plans whose every step inserts and answers,
-    as ``winagg.rolling`` runs; False for any plan. Built once per process and cached on
-    disk (:mod:`winagg.jitcache`).
+    as ``winagg.rolling`` runs; False for any plan. ``timed``: the loop that times each
+    answering step with the cycle counter (the latency experiments). Built once per process
+    and cached on disk (:mod:`winagg.jitcache`).
     """
-    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense)
+    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed)
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
         out_dtype = spec.out_dtype
@@ -185,8 +197,13 @@ def compiled_driver(algorithm, spec, dense: bool = False) -> Driver:
         def new_out(n):
             return np.empty(n, out_dtype)
 
+        clock = None
+        if timed:
+            from .bench.cycles import cycles_after, read_cycles
+
+            clock = (read_cycles, cycles_after)
         _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out,
-                                      POSITIONS[spec.positional], jitcache.njit, dense)
+                                      POSITIONS[spec.positional], jitcache.njit, dense, clock)
     return _compiled[key]
 
 

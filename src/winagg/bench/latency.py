@@ -1,9 +1,9 @@
 """Experiment ``latency``: the distribution of one round's latency, as the papers' Fig. 9.
 
-A dedicated compiled kernel per algorithm x aggregation fills the window with
-n items (untimed), then times every round of evict + insert + query (with the
-aggregation's lift and lower, as one row of ``winagg.rolling`` does) between
-two reads of the cycle counter, into an int64 array. Cycles are converted to
+The window driver's timed loop fills the window with n items (untimed), then
+times every round of evict + insert + query (with the aggregation's lift and
+lower, as one row of ``winagg.rolling`` does) between two reads of the cycle
+counter, into an int64 array. Cycles are converted to
 nanoseconds with a calibration against ``time.perf_counter``. Two-Stacks'
 O(n) flip, once every n rounds, shows in the top percentiles and the maximum;
 DABA's worst case stays flat.
@@ -19,16 +19,15 @@ algorithm's own tail. The CSV also keeps the unfiltered tail (``raw_*``).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
 from .. import registry
-from ..driver import compiled_funcs
+from ..driver import Plan, compiled_driver, row_plan
+from ..driver import run as run_plan
 from . import common, plots
-from .cycles import cycles_after, cycles_per_ns, read_cycles, timer_overhead
+from .cycles import cycles_per_ns, timer_overhead
 
 NAME = "latency"
 DESCRIPTION = "per-round latency percentiles and violins at window n = 2^14, timed with the cycle counter (Fig. 9)"
@@ -48,9 +47,6 @@ COLUMNS = (("algorithm", "aggregation", "window", "rounds")
            + ("trials", "raw_p99_999_ns", "raw_max_ns", "cycles_per_ns", "timer_overhead_cycles", "note",
               "cpu", "cores", "python", "numba", "numpy", "platform", "load_avg_1min", "command"))
 
-_kernels: dict = {}
-
-
 def add_arguments(group) -> None:
     """The options only this experiment takes."""
     group.add_argument("--window", type=int, metavar="N", help="window size n (default 16384 = 2^14; --quick: 64)")
@@ -59,38 +55,21 @@ def add_arguments(group) -> None:
                             "preemptions by other processes (default 3; 1 = raw)")
 
 
-def latency_kernel(algorithm, spec):
-    """``kernel(values, window, cycles) -> checksum``, compiled for one algorithm x aggregation.
+def latency_plan(window: int, rounds: int) -> Plan:
+    """The rounds of one run as a plan of the window driver: ``window`` inserts that fill the
+    window (untimed, no answer), then ``rounds`` steps of evict + insert + query (timed)."""
+    emits = np.ones(window + rounds, np.bool_)
+    emits[:window] = False
+    return row_plan(window + rounds, window)._replace(emits=emits)
 
-    Inserts ``values[:window]`` untimed, then for each r < ``len(cycles)``
-    evicts, inserts ``values[window + r]`` and queries, storing the cycles
-    the round took in ``cycles[r]``.
-    """
-    key = (algorithm.name, spec.key)
-    if key in _kernels:
-        return _kernels[key]
-    init, insert, evict, query, grow = compiled_funcs(algorithm, spec)[0][:5]  # algorithms may add native fields
-    lift, lower = spec.lift, spec.lower
 
-    @nb.njit(cache=True)
-    def kernel(values, window, cycles):
-        bufs, st = init(window + 1)  # room for the whole window: never grows
-        for i in range(window):
-            st = insert(bufs, st, lift(values[i], i))
-        checksum = 0.0
-        for r in range(cycles.shape[0]):
-            i = window + r
-            value = values[i]  # loaded before the first stamp: not part of the round
-            start = read_cycles()
-            st = evict(bufs, st)
-            st = insert(bufs, st, lift(value, i))
-            result = np.float64(lower(query(bufs, st)))
-            cycles[r] = cycles_after(result) - start
-            checksum += result  # keeps every query's result alive
-        return checksum
-
-    _kernels[key] = kernel
-    return kernel
+def run_rounds(algorithm, spec, values, window: int, rounds: int) -> np.ndarray:
+    """Cycles of each round (int64, ``rounds`` of them), through the timed window driver
+    (:func:`winagg.driver.compiled_driver` with ``timed``): the loop ``winagg.rolling`` runs,
+    with a stamp of the cycle counter before each round's evict and after its query."""
+    driver = compiled_driver(algorithm, spec, timed=True)
+    _, cycles, _ = run_plan(driver, values[:window + rounds], latency_plan(window, rounds), driver.init(window + 1))
+    return cycles[window:]
 
 
 def _settings(args) -> dict:
@@ -120,20 +99,16 @@ def measure(algorithm: str, agg: str, window: int, rounds: int, trials: int, per
     A pilot of :data:`PILOT_ROUNDS` rounds compiles the kernel and predicts
     the trials; rounds predicted past ``budget`` seconds in all are cut (noted).
     """
-    kernel = latency_kernel(registry.info(algorithm), common.compiled_spec(agg))
+    info, spec = registry.info(algorithm), common.compiled_spec(agg)
     values = common.paper_values(window + rounds)
-    pilot = np.empty(min(rounds, PILOT_ROUNDS), np.int64)
-    kernel(values, window, pilot)
+    pilot = run_rounds(info, spec, values, window, min(rounds, PILOT_ROUNDS))
     seconds_per_round = pilot.mean() / per_ns / 1e9
     note = ""
     if trials * rounds * seconds_per_round > budget:
         fitted = max(PILOT_ROUNDS, int(budget / trials / seconds_per_round))
         note = f"rounds cut from {rounds} to {fitted} to fit budget {budget:g} s"
         rounds = fitted
-    cycles = np.empty((trials, rounds), np.int64)
-    for trial in cycles:
-        kernel(values, window, trial)
-    return cycles, note
+    return np.stack([run_rounds(info, spec, values, window, rounds) for _ in range(trials)]), note
 
 
 def run(args) -> int:

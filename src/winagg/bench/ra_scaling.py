@@ -1,10 +1,9 @@
 """Experiment ``ra_scaling``: the Reactive Aggregator's costs as in the RA paper's Figs. 7, 9 and 10.
 
 * ``per_item``: microseconds per (1,1)-change (evict + insert + query, the
-  same compiled functions ``winagg.rolling(..., algorithm="flatfat")`` runs)
+  window driver's loop that ``winagg.rolling(..., algorithm="flatfat")`` runs)
   against window n = 2^3 .. 2^SIZES (default 2^23), in steady state: the
-  window is filled in one batch, and the time of a fill-only run is
-  subtracted. O(log n) shows as a straight line on the log-x axis.
+  time of a run over the first n items alone (the fill) is subtracted. O(log n) shows as a straight line on the log-x axis.
 * ``firing``: a firing of m evicts + m inserts + one query, with the batches
   as FlatFAT's level-by-level updates (``bulk_evict`` / ``bulk_insert``), for
   m in {1, 4, 64, n/16, n/4, n}: microseconds per firing and per tuple
@@ -18,9 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
-from .. import jitcache
+from .. import jitcache, registry
+from ..driver import compiled_driver, row_plan
+from ..driver import run as run_plan
 from ..ops import compiled_ops
 from . import common, ra_common
 
@@ -80,30 +80,12 @@ def firing_kernel(agg: str):
     return kernel
 
 
-def steady_kernel(agg: str):
-    """``kernel(values, n, rounds) -> checksum``: fill n in one batch, then rounds of evict + insert + query."""
-    if ("steady", agg) in _kernels:
-        return _kernels[("steady", agg)]
-    funcs, spec = _funcs(agg)
-    init, insert, evict, query, bulk_insert = funcs.init, funcs.insert, funcs.evict, funcs.query, funcs.bulk_insert
-    alloc, store, lift, lower = spec.layout.alloc, spec.layout.store, spec.lift, spec.lower
-
-    @jitcache.njit
-    def kernel(values, n, rounds):
-        bufs, st = init(n + 1)  # the capacity rolling's count kernel uses
-        staging = alloc(n)
-        for i in range(n):
-            store(staging, i, lift(values[i], i))
-        st = bulk_insert(bufs, st, staging, n)
-        checksum = 0.0
-        for i in range(n, n + rounds):
-            st = evict(bufs, st)
-            st = insert(bufs, st, lift(values[i], i))
-            checksum += lower(query(bufs, st))
-        return checksum
-
-    _kernels[("steady", agg)] = kernel
-    return kernel
+def steady_rounds(agg: str, values, n: int) -> float:
+    """Sum of the answers of ``winagg.rolling(values, n, agg, algorithm="flatfat")``'s loop: the
+    window driver's dense row loop (evict once full, insert, query), from an empty window."""
+    driver = compiled_driver(registry.info("flatfat"), common.compiled_spec(agg), dense=True)
+    plan = row_plan(values.shape[0], n)
+    return float(run_plan(driver, values, plan, driver.init(plan.room + 1))[0].sum())
 
 
 def oscillating_kernel(agg: str):
@@ -153,15 +135,15 @@ def _settings(args) -> dict:
 
 
 def _per_item(cfg, agg, extra, bar) -> list:
-    rows, kernel = [], steady_kernel(agg)
+    rows = []
     for k in range(3, cfg["ra_sizes"] + 1):
         n = 2 ** k
         # at least two passes over the buffer: half the rounds then see a wrapped window,
         # whose query is suffix (+) prefix rather than the root
         rounds = max(cfg["rounds"], 2 * n)
         values = common.paper_values(n + rounds)
-        total, _ = ra_common.median_seconds(lambda: kernel(values, n, rounds), cfg["repeat"])
-        fill, _ = ra_common.median_seconds(lambda: kernel(values, n, 0), cfg["repeat"], warm_up=False)
+        total, _ = ra_common.median_seconds(lambda: steady_rounds(agg, values, n), cfg["repeat"])
+        fill, _ = ra_common.median_seconds(lambda: steady_rounds(agg, values[:n], n), cfg["repeat"], warm_up=False)
         per_round = max(total - fill, 1e-12) / rounds
         rows.append(dict(part="per_item", aggregation=agg, window=n, m=1, mode="steady", rounds=rounds,
                          median_us_per_item=round(per_round * 1e6, 5), seconds=round(total, 4), **extra))
