@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+from winagg import jitcache
+
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
@@ -73,3 +75,26 @@ def test_one_function_compiled_two_ways_gets_a_name_for_each():
     assert flat.py_func.__qualname__.startswith(plus_two.__qualname__ + "_")
     assert plain.py_func.__qualname__ != flat.py_func.__qualname__
     assert plain(1) == flat(1) == 3
+
+
+def test_constant_arguments_share_one_compiled_copy_unless_only_a_constant_types(tmp_path, monkeypatch):
+    import numba
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))  # compiled here, not loaded from a past run
+
+    @jitcache.njit
+    def step(x, up):
+        return x + 1 if up else x - 1
+
+    @jitcache.njit
+    def item(pair, i):  # a tuple of two types, indexed by an argument: types only for a constant i
+        return pair[i]
+
+    @jitcache.njit
+    def caller(x):
+        pair = (x, 1.5)
+        return step(x, True) + step(x, False) + step(x, 0 < x) + item(pair, 0) + item(pair, 1)
+
+    assert caller(3) == 4 + 2 + 4 + 3 + 1.5
+    assert len(step.signatures) == 1  # True, False and a computed bool: one copy
+    assert len(item.signatures) == 2  # one per index

@@ -19,8 +19,10 @@ import pickle
 import types
 
 import numba as nb
+from numba.core import errors, types as nbtypes
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
+from numba.core.registry import CPUDispatcher
 from numba.core.extending import _Intrinsic
 
 
@@ -89,7 +91,29 @@ def njit(fn=None, **options):
     named.__qualname__ = f"{fn.__qualname__}_{digest[:16]}"
     dispatcher = nb.njit(**options)(named)
     dispatcher._cache = _StableClosureCache(named)
+    dispatcher.__class__ = _PlainArgumentsDispatcher
     return dispatcher
+
+
+class _PlainArgumentsDispatcher(CPUDispatcher):
+    """A dispatcher that compiles one specialisation for the types of its arguments, not one per
+    constant: called from compiled code as ``f(bufs, x, True)`` and ``f(bufs, x, False)``, or with a
+    loop counter starting at the literal 0, numba compiled a copy for each literal (FiBA's
+    ``walk_down`` ten times, the out-of-order driver's loop twice), which was most of a cold
+    start. Inlined into its callers (most of winagg's per-item functions are), the one copy
+    still sees the constants. Where a function only types with a literal (a tuple indexed by
+    an argument), that literal's copy is compiled as before.
+    """
+
+    def get_call_template(self, args, kws):
+        plain = tuple(nbtypes.unliteral(a) for a in args)
+        plain_kws = {k: nbtypes.unliteral(v) for k, v in kws.items()}
+        if plain != tuple(args) or plain_kws != kws:
+            try:
+                return super().get_call_template(plain, plain_kws)
+            except errors.TypingError:
+                pass
+        return super().get_call_template(args, kws)
 
 
 def _copy_of(fn: types.FunctionType) -> types.FunctionType:
