@@ -40,6 +40,8 @@ class Plan(NamedTuple):
     empty answers at every step and ``positions`` empty gives step k the
     position k (the row number positional aggregations such as argmax see).
     ``room`` is the most items the window holds at once during the plan.
+    ``widths``, for a driver built with ``sub_windows``: each answer is the aggregate of
+    the ``widths[q]`` youngest items (all of them when fewer), for every q.
     """
 
     evicts: np.ndarray
@@ -48,6 +50,7 @@ class Plan(NamedTuple):
     positions: np.ndarray
     window: int
     room: int
+    widths: np.ndarray = np.empty(0, np.int64)
 
 
 _NONE_I = np.empty(0, np.int64)
@@ -67,7 +70,7 @@ class Driver(NamedTuple):
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
-                 jit: Callable, dense: bool = False, clock=None) -> Driver:
+                 jit: Callable, dense: bool = False, clock=None, sub_windows: bool = False) -> Driver:
     """The driver's loop over ``funcs``, one source for both modes (``jit`` compiles or not).
 
     ``position(positions, k)`` is the position step k lifts with (see :data:`POSITIONS`).
@@ -86,13 +89,18 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     ``clock`` = ``(read_cycles, cycles_after)`` (:mod:`winagg.bench.cycles`) builds the timed
     loop of the latency experiments: ``counts[k]`` of an answering step is then the cycles its
     evictions, insert and answer took, and a step that does not answer goes untimed.
+
+    ``sub_windows`` builds the loop whose answers are range queries over the youngest
+    ``widths[q]`` items (an algorithm with sub-window queries, the FlatFIT paper's
+    multi-query workload): ``out[k * len(widths) + q]`` is step k's q-th answer.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
-    DENSE = dense  # constants of the closure: numba drops the branches not taken
+    range_query = getattr(funcs, "range_query", None)
+    DENSE, SUBS = dense, sub_windows  # constants of the closure: numba drops the branches not taken
     TIMED = clock is not None
     read_cycles, cycles_after = clock if TIMED else (None, None)
     named = state.accessors(jit is jitcache.njit)
-    capacity, size = named.capacity, named.size
+    capacity, end, size = named.capacity, named.end, named.size
 
     def make_room(window_state, room):
         bufs, st = window_state
@@ -100,10 +108,10 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             bufs, st = grow(bufs, st)
         return bufs, st
 
-    def drive(values, evicts, inserts, emits, positions, window, window_state, want_counts):
+    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts):
         bufs, st = window_state
         n = values.shape[0]
-        out = new_out(n)
+        out = new_out(n * widths.shape[0] if SUBS else n)
         counts = np.empty(n if want_counts or TIMED else 0, np.int64)
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
@@ -126,7 +134,12 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             else:
                 if every_insert or inserts[k]:
                     st = insert(bufs, st, lift(values[k], position(positions, k)))
-                if every_emit or emits[k]:
+                if SUBS and (every_emit or emits[k]):
+                    live, youngest = size(st), end(st)
+                    for q in range(widths.shape[0]):
+                        width = min(widths[q], live)
+                        out[k * widths.shape[0] + q] = lower(range_query(bufs, st, youngest - width, youngest))
+                elif every_emit or emits[k]:
                     answer = lower(query(bufs, st))
                     out[k] = answer
                     if TIMED:
@@ -157,7 +170,7 @@ def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     """``(out, counts, state)``: ``driver`` (:func:`compiled_driver`, :func:`python_driver`) over ``plan``."""
     state = driver.make_room(state, plan.room)
     return driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
-                        state, want_counts)
+                        plan.widths, state, want_counts)
 
 
 _compiled: dict = {}
@@ -178,15 +191,16 @@ def _options_key(options: dict) -> tuple:
     return tuple(sorted(options.items()))
 
 
-def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False) -> Driver:
+def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, sub_windows: bool = False) -> Driver:
     """The :class:`Driver` of an in-order algorithm over a built-in aggregation's compiled description.
 
     ``dense`` (see :func:`build_driver`): for plans whose every step inserts and answers,
     as ``winagg.rolling`` runs; False for any plan. ``timed``: the loop that times each
-    answering step with the cycle counter (the latency experiments). Built once per process
-    and cached on disk (:mod:`winagg.jitcache`).
+    answering step with the cycle counter (the latency experiments). ``sub_windows``: answers
+    over the youngest ``plan.widths`` items. Built once per process and cached on disk
+    (:mod:`winagg.jitcache`).
     """
-    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed)
+    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed, sub_windows)
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
         out_dtype = spec.out_dtype
@@ -203,7 +217,7 @@ def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False) -
 
             clock = (read_cycles, cycles_after)
         _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out,
-                                      POSITIONS[spec.positional], jitcache.njit, dense, clock)
+                                      POSITIONS[spec.positional], jitcache.njit, dense, clock, sub_windows)
     return _compiled[key]
 
 

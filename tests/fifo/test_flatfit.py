@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import winagg
-from winagg.fifo.multi_query import descending, multi_query_kernel
+from winagg.fifo.multi_query import descending, multi_query
 from winagg.registry import info
 from oracle import CONCAT, MATRIX, fifo_range_scripts, run_fifo_range_script, same_answer
 
@@ -91,11 +91,11 @@ def test_query_ranges_match_brute_force_folds(values, window, ranges):
 
 
 @pytest.mark.parametrize("algorithm", ["flatfit", "flatfat", "b_int"])
-def test_compiled_multi_query_kernel_matches_brute_force(algorithm):
+def test_compiled_multi_query_matches_brute_force(algorithm):
     spec = winagg.aggregations.get("max").compiled_for(np.dtype(np.float64))
     values = np.random.default_rng(7).integers(0, 100, size=200).astype(np.float64)
     window, ranges = 16, descending(range(1, 17))
-    out = multi_query_kernel(info(algorithm), spec)(values, window, ranges, np.zeros((200, 16)), 0)
+    out = multi_query(info(algorithm), spec, values, window, ranges)
     for i in range(200):
         kept = values[max(0, i + 1 - window):i + 1]
         want = [kept[len(kept) - min(r, len(kept)):].max() for r in ranges]

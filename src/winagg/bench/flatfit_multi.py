@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fifo.multi_query import descending, multi_query_kernel
+from ..fifo.multi_query import descending, multi_query
 from ..registry import info
 from ..rolling import rolling
 from . import common, ra_common
@@ -78,14 +78,13 @@ def _single(cfg, agg, algorithm, extra, bar) -> list:
 
 def _multi(cfg, agg, algorithm, extra, bar) -> list:
     rows = []
-    kernel = multi_query_kernel(info(algorithm), common.compiled_spec(agg))
+    algo, spec = info(algorithm), common.compiled_spec(agg)
     for k in range(cfg["multi_sizes"] + 1):
         n = 2 ** k
         slides = int(max(3, min(cfg["rounds"], cfg["multi_work"] / (n * (math.log2(n) + 1)))))
         values = common.paper_values(n + slides)
         ranges = descending(range(1, n + 1))
-        sink = np.zeros((1, n))
-        median, _ = ra_common.median_seconds(lambda: kernel(values, n, ranges, sink, n), cfg["repeat"])
+        median, _ = ra_common.median_seconds(lambda: multi_query(algo, spec, values, n, ranges, n), cfg["repeat"])
         rows.append(dict(case="multi", algorithm=algorithm, aggregation=agg, window=n, slides=slides,
                          median_slides_per_s=round(slides / median, 1), median_seconds=round(median, 5), **extra))
         bar.update(1)
