@@ -19,7 +19,7 @@ def make_insert_evict(build: TreeBuild, made):
     repair_apart, repair_commutative = made.repair_apart, made.repair_commutative
     repair_local, shift_left, split = made.repair_local, made.shift_left, made.split
     split_right_finger, youngest = made.split_right_finger, made.youngest
-    add, finish, start = made.add, made.finish, made.start
+    add, finish, start_with = made.add, made.finish, made.start_with
 
     def append(bufs, x, t, v):
         """Append (t, v) to the right finger x, t younger than every entry (the in-order insert)."""
@@ -118,17 +118,20 @@ def make_insert_evict(build: TreeBuild, made):
         keys, parts, ints = bufs[KEYS], bufs[PARTS], bufs[INTS]
         r = x * RECORD
         n = ints[at(r + N_ENTRIES)] - 1
-        acc = start(parts, at(x * SLOTS + AGG))
-        for j in range(n):
+        # n >= MIN_ENTRIES >= 1 entries stay: the fold starts with the first of them
+        keys[at(x * SLOTS)] = keys[at(x * SLOTS + 1)]
+        store(parts, at(x * SLOTS), load(parts, at(x * SLOTS + 1)))
+        acc = start_with(parts, at(x * SLOTS + AGG), load(parts, at(x * SLOTS)))
+        for j in range(1, n):
             scalar(j)
             keys[at(x * SLOTS + j)] = keys[at(x * SLOTS + j + 1)]
             v = load(parts, at(x * SLOTS + j + 1))
             store(parts, at(x * SLOTS + j), v)
-            acc = add(acc, v)
+            acc = add(parts, acc, v)
         ints[at(r + N_ENTRIES)] = n
         p = ints[at(r + PARENT)]
         if p != ints[ROOT]:  # younger than the whole leaf: the parent's left aggregate
-            acc = add(acc, load(parts, at(p * SLOTS + AGG)))
+            acc = add(parts, acc, load(parts, at(p * SLOTS + AGG)))
             n += ints[at(p * RECORD + COVERED)]
         finish(parts, at(x * SLOTS + AGG), acc)
         ints[at(r + COVERED)] = n

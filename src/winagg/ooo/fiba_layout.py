@@ -184,6 +184,9 @@ class TreeBuild(NamedTuple):
     flat: Callable
     apart: Callable
     nrt: Callable
+    #: Small steps always inlined into their callers, by numba for vector partials (a call that
+    #: passes rows counts their references), by LLVM otherwise (``ops.jit_flat``).
+    inline: Callable
     #: Every index into the buffers goes through ``at``: unsigned when compiled, so numba does
     #: not test it for a negative value (the in-order round at window 4096 ran 1.75x faster,
     #: from about 0.8x to 1.4x of the C++ reference). Every loop over a node's entries or
@@ -234,7 +237,7 @@ def tree_build(ops, mu: int, finger: bool, times: str = "float64") -> TreeBuild:
         combine=ops.combine, identity=ops.identity, load=ops.load, store=ops.store, alloc=ops.alloc,
         # Vector partials (sketches) with an in-place combine: the in-order round's folds write
         # into the aggregate's row instead of allocating a new partial for each combine.
-        into=ops.combine_into, python=python, flat=flat, apart=apart, nrt=nrt,
+        into=ops.combine_into, python=python, flat=flat, apart=apart, nrt=nrt, inline=ops.jit_flat,
         at=ops.index, scalar=ops.one_at_a_time, prefetch=_no_prefetch if python else _prefetch,
         alloc_ints=alloc_ints, alloc_times=alloc_times, mu=mu, finger=bool(finger),
         commutative=bool(ops.commutative), slots=slots_per_node(mu), record=ints_per_node(mu),

@@ -51,7 +51,7 @@ def make_queries(build: TreeBuild, made):
     """The whole-window query and the range query."""
     AGG, FINGER, LOCAL, RECORD, SLOTS = build.agg, build.finger, build.local, build.record, build.slots
     at, combine, flat, identity, load = build.at, build.combine, build.flat, build.identity, build.load
-    add, kind, start_combined = made.add, made.kind, made.start_combined
+    add, kind, start_combined, value_of = made.add, made.kind, made.start_combined, made.value_of
 
     def query(bufs, st):  # flat: O(1)
         parts, ints = bufs[PARTS], bufs[INTS]
@@ -63,7 +63,7 @@ def make_queries(build: TreeBuild, made):
         # in-place queries, the row is overwritten by the next query.
         answer = start_combined(parts, at(root * SLOTS + LOCAL), load(parts, at(ints[LEFT_FINGER] * SLOTS + AGG)),
                                 load(parts, at(root * SLOTS + AGG)))
-        return add(answer, load(parts, at(ints[RIGHT_FINGER] * SLOTS + AGG)))
+        return value_of(parts, add(parts, answer, load(parts, at(ints[RIGHT_FINGER] * SLOTS + AGG))))
 
     query = flat(query)
 

@@ -13,7 +13,7 @@ def make_repair(build: TreeBuild, made):
     AGG, FINGER, LOCAL, RECORD, SLOTS = build.agg, build.finger, build.local, build.record, build.slots
     apart, at, flat, load, scalar, store = build.apart, build.at, build.flat, build.load, build.scalar, build.store
     add, add_before, finish, fold_in = made.add, made.add_before, made.finish, made.fold_in
-    set_to, start, start_with = made.set_to, made.start, made.start_with
+    set_to, start, start_with, value_of = made.set_to, made.start, made.start_with, made.value_of
 
     def kind(bufs, x):
         ints = bufs[INTS]
@@ -44,7 +44,7 @@ def make_repair(build: TreeBuild, made):
                 acc = start(parts, at(x * SLOTS + AGG))
             for i in range(n):
                 scalar(i)
-                acc = add(acc, load(parts, at(x * SLOTS + i)))
+                acc = add(parts, acc, load(parts, at(x * SLOTS + i)))
             c += n
         else:
             acc = start(parts, at(x * SLOTS + AGG))
@@ -54,23 +54,23 @@ def make_repair(build: TreeBuild, made):
                 scalar(i)
                 if lo_child <= i <= hi_child:
                     ch = ints[at(r + CHILD + i)]
-                    acc = add(acc, load(parts, at(ch * SLOTS + AGG)))
+                    acc = add(parts, acc, load(parts, at(ch * SLOTS + AGG)))
                     if recount:
                         c += ints[at(ch * RECORD + COVERED)]
                 if i < n:
-                    acc = add(acc, load(parts, at(x * SLOTS + i)))
+                    acc = add(parts, acc, load(parts, at(x * SLOTS + i)))
                     c += 1
             if k == RIGHT or k == LEFT:
-                store(parts, at(x * SLOTS + LOCAL), acc)  # the local aggregate (see walk_down_local)
+                store(parts, at(x * SLOTS + LOCAL), value_of(parts, acc))  # the local aggregate (see walk_down_local)
                 if parent_term:
                     if k == RIGHT:  # older than the whole node
-                        acc = add_before(load(parts, at(p * SLOTS + AGG)), acc)
+                        acc = add_before(parts, load(parts, at(p * SLOTS + AGG)), acc)
                     else:  # younger than the whole node
-                        acc = add(acc, load(parts, at(p * SLOTS + AGG)))
+                        acc = add(parts, acc, load(parts, at(p * SLOTS + AGG)))
                     if recount:
                         c += ints[at(p * RECORD + COVERED)]
         if k == LEFT and parent_term and ints[at(r + IS_LEAF)] != 0:  # younger than the whole leaf
-            acc = add(acc, load(parts, at(p * SLOTS + AGG)))
+            acc = add(parts, acc, load(parts, at(p * SLOTS + AGG)))
             c += ints[at(p * RECORD + COVERED)]
         finish(parts, at(x * SLOTS + AGG), acc)
         if recount:
@@ -88,8 +88,8 @@ def make_repair(build: TreeBuild, made):
         acc = start_with(parts, at(x * SLOTS + AGG), load(parts, at(ints[at(r + CHILD)] * SLOTS + AGG)))
         for i in range(n):
             scalar(i)
-            acc = add(acc, load(parts, at(x * SLOTS + i)))
-            acc = add(acc, load(parts, at(ints[at(r + CHILD + i + 1)] * SLOTS + AGG)))
+            acc = add(parts, acc, load(parts, at(x * SLOTS + i)))
+            acc = add(parts, acc, load(parts, at(ints[at(r + CHILD + i + 1)] * SLOTS + AGG)))
         finish(parts, at(x * SLOTS + AGG), acc)
         ints[at(r + COVERED)] += delta
 
