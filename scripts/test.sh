@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -n 3 --dist worksteal "$@"
+exec .venv/bin/python -m pytest -n 2 --dist worksteal "$@"
