@@ -115,7 +115,7 @@ def test_multi_of_order_sensitive_members_keeps_order():
     assert m.fold([1, 2, 3]) == {"text": "1;2;3;", "first": 1, "last": 3}
 
 
-def test_compiled_multi_gives_the_first_member_and_every_member_through_lowers(algorithm="amta"):
+def test_compiled_multi_gives_the_first_member_and_every_member_through_lowers(algorithm="daba_lite"):
     m = Multi(total="sum", peak="max", count="count")
     spec = m.compiled_for(np.dtype(np.float64))
     assert spec is not None and spec.layout.name == "tuple[float64,float64,int64]"

@@ -90,7 +90,7 @@ def test_mta_memory_quick_runs_each_store_in_a_subprocess(tmp_path):
 def test_mta_multi_quick(tmp_path):
     assert main(["bench", "mta_multi", "--quick", "--out", str(tmp_path)]) == 0
     rows = _read(tmp_path / "mta_multi.csv")
-    assert [(r["mode"], r["algorithm"]) for r in rows] == [("compiled", "amta"), ("python", "amta")]
+    assert [(r["mode"], r["algorithm"]) for r in rows] == [("compiled", "daba_lite"), ("python", "daba_lite")]
     for row in rows:
         _assert_machine_info(row, "mta_multi")
         assert row["members"] == "count sum max" and int(row["window"]) == 64
