@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import registry
-from ..driver import Plan, compiled_driver, row_plan
+from ..driver import compiled_driver, row_plan
 from ..driver import run as run_plan
 from . import common, plots
 from .cycles import cycles_per_ns, timer_overhead
@@ -55,21 +55,15 @@ def add_arguments(group) -> None:
                             "preemptions by other processes (default 3; 1 = raw)")
 
 
-def latency_plan(window: int, rounds: int) -> Plan:
-    """The rounds of one run as a plan of the window driver: ``window`` inserts that fill the
-    window (untimed, no answer), then ``rounds`` steps of evict + insert + query (timed)."""
-    emits = np.ones(window + rounds, np.bool_)
-    emits[:window] = False
-    return row_plan(window + rounds, window)._replace(emits=emits)
-
-
 def run_rounds(algorithm, spec, values, window: int, rounds: int) -> np.ndarray:
-    """Cycles of each round (int64, ``rounds`` of them), through the timed window driver
-    (:func:`winagg.driver.compiled_driver` with ``timed``): the loop ``winagg.rolling`` runs,
-    with a stamp of the cycle counter before each round's evict and after its query."""
-    driver = compiled_driver(algorithm, spec, timed=True)
-    _, cycles, _ = run_plan(driver, values[:window + rounds], latency_plan(window, rounds), driver.init(window + 1))
-    return cycles[window:]
+    """Cycles of each round (int64, ``rounds`` of them): ``winagg.rolling``'s loop (the window
+    driver's dense row loop) fills the window with ``values[:window]``, then its timed build
+    (:func:`winagg.driver.compiled_driver` with ``timed``) runs the rounds of evict + insert +
+    query, with a stamp of the cycle counter before each round's evict and after its query."""
+    fill, timed = compiled_driver(algorithm, spec, dense=True), compiled_driver(algorithm, spec, dense=True, timed=True)
+    _, _, state = run_plan(fill, values[:window], row_plan(window, window + 1), fill.init(window + 1))
+    _, cycles, _ = run_plan(timed, values[window:window + rounds], row_plan(rounds, 0), state)
+    return cycles
 
 
 def _settings(args) -> dict:
