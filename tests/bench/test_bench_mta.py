@@ -2,8 +2,6 @@
 
 import csv
 
-import numpy as np
-
 from winagg.bench import mta_bulk_evict, mta_latency
 from winagg.cli import main
 
@@ -28,20 +26,6 @@ def test_window_and_eviction_sizes():
     assert mta_latency.window_sizes(22) == [16, 128, 1024, 8192, 65536, 2 ** 19, 2 ** 22]
     assert mta_latency.window_sizes(8) == [16, 128, 256]
     assert mta_bulk_evict.eviction_sizes(16) == [1, 2, 4, 8, 15]
-
-
-def test_a_bulk_eviction_answers_for_the_items_left_and_the_window_fills_again():
-    from winagg.bench.common import compiled_spec
-    from winagg.registry import info
-
-    window, counts = 64, [1, 8, 63]
-    _, answers = mta_bulk_evict.bulk_evict_cycles(info("lmta"), compiled_spec("sum"), window, counts, 2)
-    position = window  # the window holds positions position - window .. position - 1, value 1 + p mod 101
-    for c, count in enumerate(counts):
-        for r in range(2):
-            left = np.arange(position - window + count, position)
-            assert answers[c, r] == (1 + left % 101).sum(), (count, r)
-            position += count
 
 
 def test_mta_latency_quick(tmp_path):
