@@ -1,8 +1,8 @@
 """Experiment ``mta_latency``: per-update latency at constant window size, n = 2^4 .. 2^22 (paper 001).
 
-Each round evicts the oldest item, inserts one and queries, in a compiled
-kernel timed with the cycle counter (the kernel of the ``latency``
-experiment, the same per-round minimum over ``--trials`` runs). AMTA's
+Each round evicts the oldest item, inserts one and queries, in the window
+driver's timed loop (that of the ``latency`` experiment, with the same
+per-round minimum over ``--trials`` runs). AMTA's
 median stays flat as n grows (amortized O(1)), LMTA's grows with log n.
 """
 
