@@ -31,6 +31,10 @@ from . import jitcache, state
 from .ops import build_evict_many, compiled_ops, python_ops
 
 
+_NONE_I = np.empty(0, np.int64)
+_NONE_B = np.empty(0, np.bool_)
+
+
 class Plan(NamedTuple):
     """What each step of the driver does (see the module's docstring).
 
@@ -50,11 +54,7 @@ class Plan(NamedTuple):
     positions: np.ndarray
     window: int
     room: int
-    widths: np.ndarray = np.empty(0, np.int64)
-
-
-_NONE_I = np.empty(0, np.int64)
-_NONE_B = np.empty(0, np.bool_)
+    widths: np.ndarray = _NONE_I
 
 
 # ---------------------------------------------------------------- the driver

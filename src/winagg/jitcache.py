@@ -22,8 +22,8 @@ import numba as nb
 from numba.core import errors, types as nbtypes
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
-from numba.core.registry import CPUDispatcher
 from numba.core.extending import _Intrinsic
+from numba.core.registry import CPUDispatcher
 
 
 def _code_bytes(code: types.CodeType, out: list) -> None:
@@ -99,10 +99,11 @@ class _PlainArgumentsDispatcher(CPUDispatcher):
     """A dispatcher that compiles one specialisation for the types of its arguments, not one per
     constant: called from compiled code as ``f(bufs, x, True)`` and ``f(bufs, x, False)``, or with a
     loop counter starting at the literal 0, numba compiled a copy for each literal (FiBA's
-    ``walk_down`` ten times, the out-of-order driver's loop twice), which was most of a cold
-    start. Inlined into its callers (most of winagg's per-item functions are), the one copy
-    still sees the constants. Where a function only types with a literal (a tuple indexed by
-    an argument), that literal's copy is compiled as before.
+    ``walk_down`` ten times, the out-of-order driver's loop twice): a quarter of the first
+    compile of a ``winagg.Window`` (51.3 s then, 37.5 s now). Inlined into its callers (most
+    of winagg's per-item functions are), the one copy still sees the constants. Where a
+    function only types with a literal (a tuple indexed by an argument), that literal's copy
+    is compiled as before.
     """
 
     def get_call_template(self, args, kws):

@@ -3,7 +3,8 @@
 * ``per_item``: microseconds per (1,1)-change (evict + insert + query, the
   window driver's loop that ``winagg.rolling(..., algorithm="flatfat")`` runs)
   against window n = 2^3 .. 2^SIZES (default 2^23), in steady state: the
-  time of a run over the first n items alone (the fill) is subtracted. O(log n) shows as a straight line on the log-x axis.
+  time of a run over the first n items alone (the fill) is subtracted.
+  O(log n) shows as a straight line on the log-x axis.
 * ``firing``: a firing of m evicts + m inserts + one query, with the batches
   as FlatFAT's level-by-level updates (``bulk_evict`` / ``bulk_insert``), for
   m in {1, 4, 64, n/16, n/4, n}: microseconds per firing and per tuple
@@ -16,7 +17,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-
 
 from .. import jitcache, registry
 from ..driver import compiled_driver, row_plan
@@ -80,12 +80,12 @@ def firing_kernel(agg: str):
     return kernel
 
 
-def steady_rounds(agg: str, values, n: int) -> float:
-    """Sum of the answers of ``winagg.rolling(values, n, agg, algorithm="flatfat")``'s loop: the
-    window driver's dense row loop (evict once full, insert, query), from an empty window."""
+def steady_rounds(agg: str, values, n: int):
+    """The answers of ``winagg.rolling(values, n, agg, algorithm="flatfat")``'s loop: the window
+    driver's dense row loop (evict once full, insert, query), from an empty window."""
     driver = compiled_driver(registry.info("flatfat"), common.compiled_spec(agg), dense=True)
     plan = row_plan(values.shape[0], n)
-    return float(run_plan(driver, values, plan, driver.init(plan.room + 1))[0].sum())
+    return run_plan(driver, values, plan, driver.init(plan.room + 1))[0]
 
 
 def oscillating_kernel(agg: str):

@@ -6,22 +6,23 @@ buffer, and its ``combine`` allocates a new array; with ``combine_into`` the sam
 writes into the destination row as it goes and allocates nothing. The parts write each
 fold once, over these steps, and ``build.into`` decides which of the two they become:
 
-===============================  ==============================  ==============================
-step                             value partials                  row partials (``into``)
-===============================  ==============================  ==============================
-``start(parts, slot)``           the identity                    ``slot``; its row cleared
-``start_with(parts, slot, v)``   ``v``                           the row at ``slot``, set to v
-``start_combined(p, slot, a, b)``  ``a (+) b``                   the row at ``slot``, a (+) b
-``add(parts, acc, v)``           ``acc (+) v``                   the row becomes itself (+) v
-``add_before(parts, v, acc)``    ``v (+) acc``                   the row becomes v (+) itself
-``value_of(parts, acc)``         ``acc``                         the row
-``finish(parts, slot, acc)``     stored at ``slot``              nothing (already there)
-``fold_in(parts, slot, v)``      slot's partial (+) v, in place  the same, in the row
-``set_to(parts, slot, a, b)``    ``a (+) b`` at ``slot``         the same, in the row
-===============================  ==============================  ==============================
+=====================================  ==============================  ================================
+step                                   value partials                  row partials (``into``)
+=====================================  ==============================  ================================
+``start(parts, slot)``                 the identity                    ``slot``; its row cleared
+``start_with(parts, slot, v)``         ``v``                           ``slot``; its row set to v
+``start_combined(parts, slot, a, b)``  ``a (+) b``                     ``slot``; its row set to a (+) b
+``add(parts, acc, v)``                 ``acc (+) v``                   ``acc``; its row (+) v
+``add_before(parts, v, acc)``          ``v (+) acc``                   ``acc``; v (+) its row
+``value_of(parts, acc)``               ``acc``                         the row at ``acc``
+``finish(parts, slot, acc)``           stored at ``slot``              nothing (already there)
+``fold_in(parts, slot, v)``            slot's partial (+) v, in place  the same, in the row
+``set_to(parts, slot, a, b)``          ``a (+) b`` at ``slot``         the same, in the row
+=====================================  ==============================  ================================
 
+So the running fold ``acc`` is a value in the first case and a row's slot in the second.
 A row fold's terms must not include the destination row (a node's aggregate is never
-one of its own terms), except as ``acc`` itself.
+one of its own terms), except as the row at ``acc`` itself.
 """
 
 from __future__ import annotations
