@@ -15,3 +15,22 @@ _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Healt
 settings.register_profile("default", max_examples=6, stateful_step_count=25, **_COMMON)
 settings.register_profile("deep", max_examples=60, stateful_step_count=50, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+#: Tests of a minute or more (clusters, Spark subprocesses, the shipped environment), by node
+#: id prefix, in the order they start. They run first: xdist's worksteal gives each worker a
+#: contiguous part of the run and lets an idle worker take queued tests, never a running one,
+#: so a long test started last would end the run with the other worker idle.
+LONG_FIRST = (
+    "tests/spark/test_packenv.py::",
+    "tests/spark/test_streaming.py::test_a_killed_stream_resumes",
+    "tests/spark/test_hopping.py::test_one_key_fed_out_of_order",
+    "tests/spark/test_batch.py::test_a_monoid_from_a_module_only",
+    "tests/test_docs.py::test_python_examples_run[docs/guide/spark.md]",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        return next((k for k, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)), len(LONG_FIRST))
+
+    items.sort(key=rank)  # stable: the rest keep their order

@@ -460,6 +460,11 @@ NO_ANSWER, WHOLE, RANGE = 0, 1, 2
 #: How many entries at or below a step's horizon the out-of-order driver evicts one by one
 #: before it turns to a bulk evict.
 FEW = 4
+#: A step's items up to this many are inserted one by one, more in one bulk insert. FiBA's bulk
+#: insert allocates its scratch for every batch: at 1,024 entries from the youngest end a batch
+#: of two cost about 1 us an item (bench/vs_reference_ooo.py --experiment bulk_evict_insert),
+#: single inserts were faster up to about 16 items a batch and slower at 64.
+FEW_ADDS = 8
 
 
 def just_below(low):
@@ -525,9 +530,10 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 m = adds[k]
                 if free_entries(st) < m:
                     return k, cursor, st
-                if m == 1:
-                    st = insert_at(b, st, times[cursor], lift(values[cursor], position(positions, cursor)))
-                elif m > 1:
+                if m <= FEW_ADDS:
+                    for q in range(cursor, cursor + m):
+                        st = insert_at(b, st, times[q], lift(values[q], position(positions, q)))
+                else:
                     partials = alloc(m)
                     for q in range(m):
                         store(partials, q, lift(values[cursor + q], position(positions, cursor + q)))

@@ -90,15 +90,17 @@ class _KeyState:
         return done.reset_index(drop=True)
 
 
-def compile_kernels(outputs: Sequence[Output]) -> None:
+def compile_kernels(outputs: Sequence[Output], hopping: bool = False) -> None:
     """Compile (or load from numba's disk cache) every kernel the streaming windows of ``outputs`` run.
 
     Called on the driver before a query starts: Spark's Python workers then load
     the kernels from the disk cache instead of each compiling the same ones at the
     same time (in local mode they share this machine's cache). Per-event and
     hopping windows run the same kernels: FiBA's batch step over float64 times
-    and the compaction that pickling a state runs; hopping windows kept as panes
-    (count, sum, mean, max, min) also run sum, max and min over panes.
+    and the compaction that pickling a state runs. ``hopping`` windows kept as
+    panes (count, sum, mean, max, min) also run sum, max and min over panes; a
+    per-event query does not compile those (each is a FiBA tree of its own, about
+    half a minute on a 2-core machine).
     """
     from ..range_batches import batch_kernel, compact_kernel
 
@@ -106,7 +108,8 @@ def compile_kernels(outputs: Sequence[Output]) -> None:
 
     specs = {s.key: s for s in [aggregations.get("count").compiled_for(np.dtype(np.float64))]
              + [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
-                if isinstance(o.monoid, aggregations.Aggregation)] + pane_combiners(outputs) if s is not None}
+                if isinstance(o.monoid, aggregations.Aggregation)]
+             + (pane_combiners(outputs) if hopping else []) if s is not None}
     empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
     for spec in specs.values():
         kernel, fresh = batch_kernel(spec, "float64")
@@ -248,7 +251,7 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
-    compile_kernels(outputs)
+    compile_kernels(outputs, hopping=slide is not None)
     if slide is not None:
         return _hopping_stream(df, keys, order_by, range, slide, outputs, lateness)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
