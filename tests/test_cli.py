@@ -25,8 +25,28 @@ def test_pipeline_help_names_its_options(capsys):
         main(["pipeline", "--help"])
     text = capsys.readouterr().out
     for flag in ("--input", "--output", "--time", "--value", "--by", "--windows", "--master", "--stream",
-                 "--lateness", "--no-progress"):
+                 "--lateness", "--replay-files", "--files-per-batch", "--no-progress"):
         assert flag in text
+
+
+@pytest.mark.parametrize("value,problem", [("0", "expected 1 or more, got 0"), ("two", "expected a whole number")])
+def test_pipeline_refuses_a_replay_of_no_files_naming_the_argument(capsys, value, problem):
+    with pytest.raises(SystemExit) as stop:
+        main(["pipeline", "--stream", "--replay-files", value])
+    assert stop.value.code == 2
+    assert f"argument --replay-files: {problem}" in capsys.readouterr().err
+
+
+def test_pipeline_replay_options_reach_the_config_and_their_defaults_match_its_own():
+    from winagg.cli import _given
+    from winagg.spark.pipeline import PipelineConfig
+
+    args = build_parser().parse_args(["pipeline", "--stream", "--replay-files", "6", "--files-per-batch", "3"])
+    config = PipelineConfig(**_given(replay_files=args.replay_files, files_per_batch=args.files_per_batch))
+    assert (config.replay_files, config.files_per_batch) == (6, 3)
+    text = build_parser()._subparsers._group_actions[0].choices["pipeline"].format_help()
+    defaults = PipelineConfig()
+    assert f"(default: {defaults.replay_files})" in text and f"(default: {defaults.files_per_batch})" in text
 
 
 def test_algorithms_columns_are_aligned(capsys):

@@ -87,7 +87,8 @@ def _pipeline(args) -> int:
     config = PipelineConfig(input=args.input, output=args.output, time=args.time, value=args.value,
                             distinct=None if args.distinct in ("", "none") else args.distinct,
                             groupings=args.by, windows=windows, master=args.master, stream=args.stream,
-                            lateness=args.lateness, progress=not args.no_progress, env_archive=args.env_archive)
+                            lateness=args.lateness, progress=not args.no_progress, env_archive=args.env_archive,
+                            **_given(replay_files=args.replay_files, files_per_batch=args.files_per_batch))
     try:
         facts = run(config)
     except PipelineInputError as error:
@@ -122,6 +123,21 @@ def _bench(args) -> int:
     from winagg import bench
 
     return bench.run(args)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {number}")
+    return number
+
+
+def _given(**options) -> dict:
+    """The options the command line set (the others keep their defaults in the config class)."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="run as Structured Streaming over the input replayed as files in arrival order")
     pipe.add_argument("--lateness", default="1 day", metavar="DURATION",
                       help="with --stream: the watermark delay (default: 1 day)")
+    pipe.add_argument("--replay-files", type=_positive_int, metavar="N",
+                      help="with --stream: how many files the input is replayed as (default: 52)")
+    pipe.add_argument("--files-per-batch", type=_positive_int, metavar="N",
+                      help="with --stream: how many replay files a micro-batch reads (default: 8)")
     pipe.add_argument("--env-archive", metavar="FILE",
                       help="a `winagg pack-env` archive the cluster's executors run their Python from")
     pipe.add_argument("--no-progress", action="store_true", help="no progress bar")
