@@ -450,8 +450,8 @@ class RangeFrames:
 
 # ---------------------------------------------------------------- out-of-order windows
 # An algorithm that takes items at any time (FiBA) runs through a second loop of the same shape,
-# keyed by time instead of by arrival: step k inserts ``adds[k]`` items (one at its time, or a
-# batch sorted by time in one bulk insert), evicts ``evicts[k]`` oldest entries, evicts every
+# keyed by time instead of by arrival: step k inserts ``adds[k]`` items (a batch sorted by time:
+# up to FEW_ADDS one by one, more in one bulk insert), evicts ``evicts[k]`` oldest entries, evicts every
 # entry at or before ``horizons[k]``, then answers as ``answers[k]`` says.
 
 #: Codes of an out-of-order plan's ``answers``: no answer, the whole window, the entries with
@@ -478,8 +478,9 @@ def just_below(low):
 class OutOfOrderPlan(NamedTuple):
     """What each step of the out-of-order driver does.
 
-    ``adds[k]`` items are inserted at step k (one at its time, or a batch sorted by
-    time in one bulk insert) and ``evicts[k]`` oldest entries evicted; both are empty
+    ``adds[k]`` items are inserted at step k (a batch sorted by time: up to
+    :data:`FEW_ADDS` one by one, more in one bulk insert) and ``evicts[k]`` oldest
+    entries evicted; both are empty
     for a driver built ``per_row`` (one item per step, no single evictions).
     ``answers`` empty answers every step over ``(times[k] - span, times[k]]`` (the
     range of a row's time window, which is the whole window whenever every entry
