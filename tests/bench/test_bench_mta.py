@@ -2,6 +2,8 @@
 
 import csv
 
+import numpy as np
+
 from winagg.bench import mta_bulk_evict, mta_latency
 from winagg.cli import main
 
@@ -26,6 +28,26 @@ def test_window_and_eviction_sizes():
     assert mta_latency.window_sizes(22) == [16, 128, 1024, 8192, 65536, 2 ** 19, 2 ** 22]
     assert mta_latency.window_sizes(8) == [16, 128, 256]
     assert mta_bulk_evict.eviction_sizes(16) == [1, 2, 4, 8, 15]
+
+
+def test_the_bulk_eviction_kernel_answers_for_the_items_left_and_fills_the_window_again():
+    from winagg.bench.common import compiled_spec, paper_values
+    from winagg.registry import info
+
+    window, counts, repeat, period = 64, [1, 8, 63], 2, 1 << 16
+    values = paper_values(period)
+    kernel = mta_bulk_evict.bulk_evict_kernel(info("lmta"), compiled_spec("sum"))
+    cycles = np.zeros((len(counts), repeat), np.int64)
+    checksum = kernel(values, window, np.array(counts, np.int64), cycles)
+    # the window holds positions position - window .. position - 1 (value values[p mod period]);
+    # each eviction leaves the newest window - count of them, then count inserts refill it
+    want, position = 0.0, window
+    for count in counts:
+        for _ in range(repeat):
+            want += values[np.arange(position - window + count, position) % period].sum()
+            position += count
+    assert checksum == want
+    assert (cycles > 0).all()
 
 
 def test_mta_latency_quick(tmp_path):

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
-from .. import registry
+from .. import jitcache, registry
 from ..driver import compiled_funcs
 from . import common, mta_common
 from .cycles import cycles_after, cycles_per_ns, read_cycles
@@ -66,7 +65,7 @@ def bulk_evict_kernel(algorithm, spec):
     init, insert, evict, query, grow = funcs[:5]
     lift, lower = spec.lift, spec.lower
 
-    @nb.njit(cache=True)
+    @jitcache.njit  # a closure over one algorithm's functions: the cache key must tell them apart
     def kernel(values, window, counts, cycles):
         bufs, st = init(window + 1)  # never grows
         period = values.shape[0]
