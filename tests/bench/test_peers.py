@@ -47,3 +47,11 @@ def test_check_reports_disagreements():
     assert peers.check(want.copy(), want) == "ok"
     assert peers.check(np.array([1.0, 2.0, 3.0]), want).startswith("mismatch: NaN at row 1")
     assert peers.check(np.array([1.0, np.nan, 3.1]), want).startswith("mismatch: row 2")
+
+
+@pytest.mark.parametrize("given,want", [([], []), (["none"], []), (["sum", "max"], ["sum", "max"])])
+def test_peers_cold_none_or_the_bare_flag_skips_cold_starts(given, want):
+    from winagg.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "peers", "--peers-cold", *given])
+    assert peers._settings(args)["cold"] == want

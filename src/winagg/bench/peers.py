@@ -78,14 +78,16 @@ def add_arguments(group) -> None:
     group.add_argument("--peers-span-rows", type=int, metavar="R",
                        help="mean rows per 1h time window (default 1000); 0 skips time windows")
     group.add_argument("--peers-cold", nargs="*", metavar="AGG",
-                       help="aggregations whose cold start is measured (default: sum mean std max min; none: skip)")
+                       help="aggregations whose cold start is measured (default: sum mean std max min; "
+                            "'none', or the flag alone: skip)")
 
 
 def _settings(args) -> dict:
     get = lambda name: common.option(args, name, DEFAULTS, QUICK)  # noqa: E731
     cfg = dict(aggs=common.names(get("aggs")), rows=get("peers_rows"), windows=list(get("peers_windows")),
                nan=get("peers_nan"), repeat=get("peers_repeat"), span_rows=get("peers_span_rows"),
-               cold=common.names(get("peers_cold")), quick=bool(args.quick), out=get("out"))
+               cold=[a for a in common.names(get("peers_cold")) if a != "none"], quick=bool(args.quick),
+               out=get("out"))
     unknown = [a for a in cfg["aggs"] + cfg["cold"] if a not in AGGS]
     if unknown:
         raise SystemExit(f"--aggs/--peers-cold: unknown aggregation {unknown[0]!r}; choose from {', '.join(AGGS)}")
