@@ -68,3 +68,8 @@ def test_a_second_out_of_order_algorithm_is_found_by_rolling_and_window_without_
     assert [(r.end, r.value) for r in results] == [(1, "b;"), (3, "b;c;"), (5, "c;a;")]
     got = winagg.rolling(np.array(["a", "b", "c"], dtype=object), 3, CONCAT, times=np.array([5, 1, 3]))
     assert list(got) == ["a;", "b;", "b;c;"]
+    # and winagg.make wraps it in the one per-item aggregator, out of order
+    agg = winagg.make("twin", CONCAT)
+    agg.bulk_insert(["x", "y"], [7, 9])
+    agg.insert("w", 8)
+    assert agg.query() == "x;w;y;" and agg.query(8, 9) == "w;y;" and agg.bulk_evict(7) == 1

@@ -5,7 +5,7 @@ import operator
 import pytest
 
 import winagg
-from winagg.aggregator import FifoAggregator
+from winagg.aggregator import Aggregator
 
 FIFO = ["recalc", "soe", "two_stacks", "two_stacks_lite", "daba", "daba_lite"]
 
@@ -33,7 +33,7 @@ def test_algorithm_bounds_follow_the_papers():
 @pytest.mark.parametrize("name", FIFO)
 def test_make_returns_an_empty_aggregator(name):
     agg = winagg.make(name, "sum")
-    assert isinstance(agg, FifoAggregator)
+    assert isinstance(agg, Aggregator)
     assert len(agg) == 0
     assert agg.query() == 0
     assert agg.oldest_time() is None and agg.youngest_time() is None

@@ -1,171 +1,327 @@
-"""The per-item aggregator object that the in-order algorithms are wrapped in."""
+"""The per-item aggregator: any registered algorithm behind one interface, with one time index.
+
+:func:`winagg.make` returns an :class:`Aggregator` for every algorithm. What it can
+do beyond insert, evict and query follows from the protocols the algorithm's
+functions satisfy (:mod:`winagg.capabilities`), never from its name:
+
+* an in-order algorithm keeps its items in arrival order and the aggregator keeps
+  their times beside them (:class:`~winagg.time_index.ArrivalTimes`);
+* a :class:`~winagg.capabilities.TimeWindow` (FiBA) keys its entries by time
+  itself: items arrive in any order, and an existing time combines old + new;
+* :class:`~winagg.capabilities.BulkEvict`, ``BulkInsert``, ``SubWindow``,
+  ``Updates`` and ``SlidePolicyWindow`` algorithms have those operations done
+  natively; asking an algorithm for an operation it lacks raises
+  :class:`~winagg.UnsupportedOperationError`.
+
+Times are numbers or datetimes, converted at the edge by one
+:class:`~winagg.time_index.TimeUnit` (datetimes are int nanoseconds inside).
+"""
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, Optional
 
-from .capabilities import BulkEvict, SubWindow
-from .errors import EmptyWindowError, InvalidTimeError, OutOfOrderError, UnsupportedOperationError
+import numpy as np
+
+from .capabilities import BulkEvict, BulkInsert, SlidePolicyWindow, SubWindow, TimeWindow, Updates, offered
+from .errors import EmptyWindowError, InvalidTimeError, UnsupportedOperationError
 from .ops import python_ops
-from .state import capacity, size
+from .removals import Holes, ItemUpdates
+from .state import capacity, first, size
+from .state import end as end_of
+from .time_index import ArrivalTimes, TimeUnit, check_in_order, check_sorted
 
 
-def check_time(time, what="time"):
-    """Raise :class:`InvalidTimeError` for None, NaN or NaT; return the time otherwise."""
-    if time is None:
-        raise InvalidTimeError(f"{what} is None; a real time is required")
-    try:
-        missing = time != time  # NaN and NaT are the values unequal to themselves
-    except Exception:  # an object without comparison
-        raise InvalidTimeError(f"{what} {time!r} cannot be compared") from None
-    if missing:
-        raise InvalidTimeError(f"{what} is {time!r}; a real time is required")
-    return time
+def _whole_count(count) -> int:
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+        raise TypeError(f"count must be a whole number of items, got {count!r}")
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    return int(count)
 
 
-def check_in_order(times, previous, what, who: str) -> None:
-    """Refuse, by name, a time that is None, NaN or NaT or older than the one before it.
-
-    ``times`` are checked in turn after ``previous`` (the window's youngest time, or None);
-    ``what(i)`` names the i-th time and ``who`` the window that needs the order. One check for
-    every in-order window (the per-item aggregators and the stored windows).
-    """
-    for i, t in enumerate(times):
-        check_time(t, what(i))
-        if previous is not None and t < previous:
-            raise OutOfOrderError(
-                f"{what(i)} = {t!r} is older than {previous!r}; {who} needs items in time order "
-                f"(batches sorted, no older than the youngest time; use 'fiba' for out-of-order data)")
-        previous = t
+def _range_sizes(sizes) -> list:
+    sizes = list(sizes)
+    for r in sizes:
+        if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or r < 0:
+            raise ValueError(f"range sizes must be integers >= 0, got {r!r}")
+    return sizes
 
 
-class FifoAggregator:
-    """A sliding-window aggregator over items that arrive in time order.
+class Aggregator(ItemUpdates):
+    """A sliding-window aggregator of one algorithm over one monoid, fed item by item.
 
-    Items keep the order they arrive in; equal times are separate items. An
-    item inserted without a time gets its arrival number (0, 1, 2, ...) as its
-    time. Every operation either completes or raises and leaves the window as
-    it was. Algorithms with a native bulk eviction or range query (their
-    functions are a :class:`~winagg.capabilities.BulkEvict` / :class:`~winagg.capabilities.SubWindow`) get them used here.
+    In-order algorithms keep equal times as separate items; a time-keyed
+    algorithm holds one entry per time (``len`` counts entries). An item inserted
+    without a time gets its arrival number (0, 1, 2, ...). Every operation either
+    completes or raises and leaves the window as it was. Removed items (algorithms
+    with ``Updates``) are gone as a dropped row is in pandas: they no longer count in
+    ``len``, their times go with them, and ``evict`` drops the oldest live item.
     """
 
-    def __init__(self, algorithm, monoid, capacity: int = 16, **options):
+    def __init__(self, algorithm, monoid, capacity: int = 16, ops=None, **options):
         self.algorithm = algorithm
         self.monoid = monoid
-        self.options = options
-        self._funcs = algorithm.load().build(python_ops(monoid), **options)
-        self._bufs, self._state = self._funcs.init(capacity)
-        # Times of the window's items are self._times[self._head:]; the dead prefix is
-        # cut off now and then, so that bisect works on a plain list.
-        self._times: list = []
-        self._head = 0
+        self.options = {**algorithm.options, **options}  # the defaults, then what was given
+        self._build(ops)
+        self._unit = TimeUnit()
+        self._times = None if self._keyed else self._new_times()
+        self._holes = Holes()
         self._arrivals = 0
+        self._start(capacity)
+
+    def _build(self, ops=None):
+        self._funcs = self.algorithm.load().build(python_ops(self.monoid) if ops is None else ops, **self.options)
+        self._offers = frozenset(offered(self._funcs))  # protocol checks are slow: once, here
+        self._keyed = TimeWindow in self._offers
+        self._check = bool(self.options.get("check"))
+        self._updates = Updates in self._offers
+
+    def _start(self, capacity):
+        self._bufs, self._state = self._funcs.init(capacity)
+
+    def _new_times(self):
+        return ArrivalTimes()
+
+    def _after(self) -> None:
+        """Run after every change: a window made with ``check=True`` verifies its algorithm's invariants."""
+        if self._check:
+            self.algorithm.load().check_invariants(self)
+
+    def _needs(self, protocol, operation: str):
+        if protocol not in self._offers:
+            raise UnsupportedOperationError(f"{self.algorithm.name!r} has no {operation}")
 
     # ------------------------------------------------------------ inserting
-    def _check_next_times(self, times, what):
-        check_in_order(times, self._times[-1] if len(self) else None, what, repr(self.algorithm.name))
-
     def insert(self, value: Any, time: Any = None) -> None:
-        """Append ``value`` at ``time`` (default: its arrival number)."""
-        time = self._arrivals if time is None else time
-        self._check_next_times([time], lambda i: "time")
+        """Insert ``value`` at ``time`` (default: its arrival number)."""
+        # One item skips the batch's lists: a per-item service calls this for every event.
+        t, kind = self._unit.inward_one(self._default_time() if time is None else time)
+        if not self._keyed:
+            youngest = self._times.youngest()
+            if youngest is not None and t < youngest:
+                check_in_order([t], youngest, lambda i: "time", repr(self.algorithm.name))
         partial = self.monoid.lift(value)
-        self._make_room(1)
-        self._state = self._funcs.insert(self._bufs, self._state, partial)
-        self._times.append(time)
+        if self._keyed:
+            self._insert_keyed([t], [partial])
+        else:
+            self._make_room(1)
+            self._state = self._funcs.insert(self._bufs, self._state, partial)
+            self._times.append(t)
+        self._unit.kind = kind
         self._arrivals += 1
+        self._after()
 
     def bulk_insert(self, values: Iterable, times: Optional[Iterable] = None) -> None:
-        """Append a batch; ``times`` must be sorted and no older than the youngest time."""
+        """Insert a batch sorted by time; an in-order window also needs it no older than its youngest time.
+
+        Equal times of a time-keyed window combine in batch order (old + new).
+        """
         values = list(values)
-        if times is None:
-            times = list(range(self._arrivals, self._arrivals + len(values)))
-        else:
+        if times is not None:
             times = list(times)
             if len(times) != len(values):
                 raise ValueError(f"bulk_insert got {len(values)} values but {len(times)} times")
-        self._check_next_times(times, lambda i: f"times[{i}]")
+        self._insert(values, times, lambda i: f"times[{i}]")
+
+    def _insert(self, values, times, what):
+        if times is None:
+            times = [self._default_time() + i for i in range(len(values))]
+        times, kind = self._unit.inward_all(times, what)
+        if self._keyed:
+            check_sorted(times, what)
+        else:
+            check_in_order(times, self._times.youngest(), what, repr(self.algorithm.name))
         partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
-        self._make_room(len(partials))
-        state, bufs, insert = self._state, self._bufs, self._funcs.insert
-        for p in partials:
-            state = insert(bufs, state, p)
-        self._state = state
-        self._times.extend(times)
+        if not partials:
+            return
+        if self._keyed:
+            self._insert_keyed(times, partials)
+        else:
+            self._append(times, partials)
+        self._unit.kind = kind
         self._arrivals += len(values)
+        self._after()
+
+    def _default_time(self):
+        if self._keyed:  # its entries are keyed by time: an arrival number would be a made-up key
+            raise InvalidTimeError(f"time is None; {self.algorithm.name!r} keys its entries by time")
+        return self._arrivals
+
+    def _insert_keyed(self, times, partials):
+        funcs, count = self._funcs, len(partials)
+        self._bufs, self._state = funcs.reserve(self._bufs, self._state, count)
+        if count == 1:
+            self._state = funcs.insert_at(self._bufs, self._state, times[0], partials[0])
+        else:
+            self._state = funcs.bulk_insert(self._bufs, self._state, times, partials, count)
+
+    def _append(self, times, partials):
+        self._make_room(len(partials))
+        funcs, bufs = self._funcs, self._bufs
+        if len(partials) > 1 and BulkInsert in self._offers:
+            self._state = funcs.bulk_insert(bufs, self._state, partials, len(partials))
+        else:
+            state = self._state
+            for p in partials:
+                state = funcs.insert(bufs, state, p)
+            self._state = state
+        self._times.extend(times)
 
     def _make_room(self, count):
         while size(self._state) + count > capacity(self._state):
-            self._bufs, self._state = self._funcs.grow(self._bufs, self._state)
+            if self._holes and len(self) + count <= 3 * capacity(self._state) // 4:
+                self._holes.compact(self)
+            else:
+                self._bufs, self._state = self._funcs.grow(self._bufs, self._state)
 
     # ------------------------------------------------------------ evicting
     def evict(self) -> None:
-        """Drop the oldest item; :class:`EmptyWindowError` if the window is empty."""
+        """Drop the oldest (live) item; :class:`EmptyWindowError` if the window is empty."""
         if not len(self):
             raise EmptyWindowError(f"evict() on an empty window ({self.algorithm.name})")
         self._state = self._funcs.evict(self._bufs, self._state)
-        self._drop_times(1)
+        if not self._keyed:
+            self._times.drop(1)
+            self._tidy()
+        self._after()
 
     def bulk_evict(self, time: Any) -> int:
-        """Drop every item whose time is <= ``time``; returns how many were dropped."""
-        check_time(time)
-        count = bisect_right(self._times, time, self._head) - self._head
-        if count:
-            if isinstance(self._funcs, BulkEvict):
-                self._state = self._funcs.bulk_evict(self._bufs, self._state, count)
-            else:
-                evict, bufs, state = self._funcs.evict, self._bufs, self._state
-                for _ in range(count):
-                    state = evict(bufs, state)
-                self._state = state
-            self._drop_times(count)
+        """Drop every item whose time is <= ``time``; returns how many (live items, or entries) went."""
+        t = self._unit.inward(time)
+        before = len(self)
+        if self._keyed:
+            self._state = self._funcs.evict_upto(self._bufs, self._state, t)
+        else:
+            self._evict_first(self._times.count_upto(t))
+        self._after()
+        return before - len(self)
+
+    def evict_oldest(self, count: int) -> int:
+        """Drop the ``count`` oldest items (all of them if there are fewer); returns how many went."""
+        count = min(_whole_count(count), len(self))
+        if self._keyed or self._holes:
+            for _ in range(count):
+                self.evict()
+        else:
+            self._evict_first(count)
+            self._after()
         return count
 
-    def _drop_times(self, count):
-        self._head += count
-        if self._head > 64 and self._head * 2 > len(self._times):
-            del self._times[:self._head]
-            self._head = 0
+    def _evict_first(self, count):
+        """Drop the ``count`` oldest positions of an in-order window (live or removed)."""
+        if not count:
+            return
+        if BulkEvict in self._offers:
+            self._state = self._funcs.bulk_evict(self._bufs, self._state, count)
+        else:
+            evict, bufs, state = self._funcs.evict, self._bufs, self._state
+            for _ in range(count):
+                state = evict(bufs, state)
+            self._state = state
+        self._times.drop(count)
+        self._holes.forget_before(first(self._state))
+        self._tidy()
+
+    def enforce(self, wsp, total=None) -> int:
+        """Evict the longest oldest prefix that ``wsp(total, prefix) -> bool`` allows; returns its length.
+
+        ``total`` defaults to the window's aggregate; see :mod:`winagg.slide_policies`.
+        """
+        self._needs(SlidePolicyWindow, "window slide policy search")
+        from .slide_policies import evict_by_policy
+
+        return evict_by_policy(self, wsp, total)
 
     # ------------------------------------------------------------ reading
+    def partial(self):
+        """The unlowered aggregate of the whole window (what a slide policy sees as ``total``)."""
+        return self._funcs.query(self._bufs, self._state)
+
     def query(self, t_from: Any = None, t_to: Any = None) -> Any:
         """The lowered aggregate of the window, or of its items with ``t_from <= time <= t_to``.
 
-        An empty window (or range) gives the identity's lowering. Range queries
-        need an algorithm that has them (:class:`UnsupportedOperationError` otherwise).
+        A missing bound is open; an empty window or range gives the identity's lowering.
+        Range queries need a ``SubWindow`` algorithm.
         """
         if t_from is None and t_to is None:
             return self.monoid.lower(self._funcs.query(self._bufs, self._state))
-        if not isinstance(self._funcs, SubWindow):
-            raise UnsupportedOperationError(
-                f"{self.algorithm.name!r} has no range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
-        lo = self._head if t_from is None else bisect_left(self._times, check_time(t_from, "t_from"), self._head)
-        hi = len(self._times) if t_to is None else bisect_right(self._times, check_time(t_to, "t_to"), self._head)
-        first = self._state[1] - self._head  # absolute position of self._times[i] is first + i
-        if hi <= lo:
+        return self._range(t_from, t_to, after=False)
+
+    def query_after(self, t_after, t_to) -> Any:
+        """The lowered aggregate of the items with ``t_after < time <= t_to`` (a half-open range)."""
+        self._unit.inward(t_after, "t_after")
+        self._unit.inward(t_to, "t_to")
+        return self._range(t_after, t_to, after=True)
+
+    def _range(self, t_from, t_to, after):
+        self._needs(SubWindow, "range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
+        lo = None if t_from is None else self._unit.inward(t_from, "t_after" if after else "t_from")
+        hi = None if t_to is None else self._unit.inward(t_to, "t_to")
+        if not len(self):
             return self.monoid.lower(self.monoid.identity)
-        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, first + lo, first + hi))
+        if self._keyed:
+            funcs, bufs = self._funcs, self._bufs
+            lo = funcs.oldest(bufs) if lo is None else lo
+            hi = funcs.youngest(bufs) if hi is None else hi
+            return self.monoid.lower(funcs.range_query(bufs, self._state, lo, hi, after))
+        times = self._times
+        lo_item = 0 if lo is None else times.count_upto(lo) if after else times.count_before(lo)
+        hi_item = len(times) if hi is None else times.count_upto(hi)  # items lo_item .. hi_item - 1
+        if hi_item <= lo_item:
+            return self.monoid.lower(self.monoid.identity)
+        start = first(self._state)  # the oldest item's position
+        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, start + lo_item, start + hi_item))
+
+    def query_ranges(self, sizes) -> list:
+        """Aggregates of the ``r`` youngest items for each ``r`` in ``sizes``, in the order given.
+
+        The ranges are evaluated largest first, so that each finds what the larger
+        ones left behind (FlatFIT's order: n - 1 combines for all ranges 1..n).
+        """
+        self._needs(SubWindow, "range query; use 'flatfat', 'b_int' or 'flatfit'")
+        if self._keyed:
+            raise UnsupportedOperationError(f"{self.algorithm.name!r} answers ranges of times, not of counts")
+        sizes = _range_sizes(sizes)
+        end, live = end_of(self._state), len(self)
+        answers: list = [None] * len(sizes)
+        for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+            width = min(int(sizes[k]), live)
+            start = self._holes.position_of(self, live - width) if width else end
+            answers[k] = self.monoid.lower(self._funcs.range_query(self._bufs, self._state, start, end))
+        return answers
 
     def __len__(self) -> int:
-        return len(self._times) - self._head
+        if self._keyed:
+            return size(self._state)  # entries: distinct times
+        return size(self._state) - len(self._holes.positions)  # positions held, less the removed ones
 
     def oldest_time(self) -> Any:
-        """Time of the oldest item, or None when the window is empty."""
-        return self._times[self._head] if len(self) else None
+        """Time of the oldest (live) item, or None when the window is empty."""
+        if not len(self):
+            return None
+        return self._unit.outward(self._funcs.oldest(self._bufs) if self._keyed else self._times[0])
 
     def youngest_time(self) -> Any:
-        """Time of the youngest item, or None when the window is empty."""
-        return self._times[-1] if len(self) else None
+        """Time of the youngest (live) item, or None when the window is empty."""
+        if not len(self):
+            return None
+        return self._unit.outward(self._funcs.youngest(self._bufs) if self._keyed else self._times.youngest())
 
     def __repr__(self):
-        return f"<{self.algorithm.name} aggregator of {self.monoid.name}, {len(self)} items>"
+        options = "".join(f", {k}={v!r}" for k, v in self.options.items() if k != "check")
+        return f"<{self.algorithm.name} aggregator of {self.monoid.name}{options}, {len(self)} items>"
+
+    def _tidy(self):
+        """After a removal or eviction, an ``Updates`` window drops holes at its ends and shrinks."""
+        if self._updates:
+            self._holes.tidy(self)
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
         return {"algorithm": self.algorithm.name, "monoid": self.monoid, "options": self.options,
-                "bufs": self._bufs, "state": self._state, "times": self._times[self._head:],
-                "arrivals": self._arrivals}
+                "bufs": self._bufs, "state": self._state, "arrivals": self._arrivals, "time_kind": self._unit.kind,
+                "times": None if self._keyed else self._times.as_list(), "holes": list(self._holes.positions)}
 
     def __setstate__(self, saved):
         from .registry import info
@@ -173,9 +329,9 @@ class FifoAggregator:
         self.algorithm = info(saved["algorithm"])
         self.monoid = saved["monoid"]
         self.options = saved["options"]
-        self._funcs = self.algorithm.load().build(python_ops(self.monoid), **self.options)
-        self._bufs = saved["bufs"]
-        self._state = saved["state"]
-        self._times = saved["times"]
-        self._head = 0
+        self._build()
+        self._bufs, self._state = saved["bufs"], saved["state"]
+        self._unit = TimeUnit(saved["time_kind"])
+        self._times = None if self._keyed else ArrivalTimes(saved["times"])
+        self._holes = Holes(saved["holes"])
         self._arrivals = saved["arrivals"]

@@ -2,9 +2,8 @@
 
 Every module in ``winagg.fifo`` and ``winagg.ooo`` that defines ``INFO`` (a
 dict of :class:`AlgorithmInfo` fields) and ``build(ops, **options)`` is an
-algorithm, registered under its module name. A module may also define
-``Aggregator`` (a class taking ``(info, monoid, **options)``) when the generic
-:class:`~winagg.aggregator.FifoAggregator` wrapper does not fit it.
+algorithm, registered under its module name; :func:`make` wraps any of them in
+the one per-item :class:`~winagg.aggregator.Aggregator`.
 
 When it finds an algorithm, the registry builds it once in plain Python and
 reads what it offers from the functions it returns (the protocols of
@@ -24,9 +23,8 @@ from .capabilities import NATIVE, OUT_OF_ORDER, FifoWindow, native_operations, o
 from .errors import NotInvertibleError, UnknownNameError
 
 if TYPE_CHECKING:
-    from .aggregator import FifoAggregator
+    from .aggregator import Aggregator
     from .monoid import Monoid
-    from .ooo.fiba import Aggregator as FibaAggregator
 
 
 @dataclass(frozen=True)
@@ -144,18 +142,17 @@ def check_options(algorithm: AlgorithmInfo, options: dict) -> dict:
     return {**algorithm.options, **options}
 
 
-def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> FifoAggregator | FibaAggregator:
+def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> Aggregator:
     """A new, empty aggregator running ``algorithm`` over ``aggregation``.
 
     ``aggregation`` is a name (``"max"``), a built-in class or instance, or a
     :class:`winagg.Monoid`. Per-item calls run in plain Python; whole loops run
     compiled through :func:`winagg.rolling`.
     """
-    from .aggregator import FifoAggregator
+    from .aggregator import Aggregator
 
     algo = info(algorithm)
     monoid = aggregations.get(aggregation)
     check_monoid_fits(algo, monoid)
     options = check_options(algo, options)
-    wrapper = getattr(algo.load(), "Aggregator", FifoAggregator)
-    return wrapper(algo, monoid, **options)
+    return Aggregator(algo, monoid, **options)

@@ -33,6 +33,7 @@ import numpy as np
 
 from . import aggregations
 from .aggregations.base import Compiled
+from .capabilities import SlidePolicyWindow
 from .layout import tuple_layout
 from .monoid import Monoid
 from .registry import make
@@ -58,7 +59,7 @@ class SlidePolicy:
         self.monoid = aggregations.get(aggregation)
         self.wsp = wsp
         self.aggregator = make(algorithm, self.monoid, **options)
-        self._native = hasattr(self.aggregator, "enforce")
+        self._native = self.aggregator.algorithm.offers(SlidePolicyWindow)
         # other algorithms cannot show their oldest items: keep their partials alongside
         self._partials: Optional[deque] = None if self._native else deque()
 
@@ -73,7 +74,7 @@ class SlidePolicy:
         """Evict the longest oldest prefix the policy allows now; returns its length."""
         if self._native:
             return self.aggregator.enforce(self.wsp)
-        total = _partial_of(self.aggregator)
+        total = self.aggregator.partial()
         removed = self.monoid.identity
         count = 0
         while self._partials:
@@ -92,7 +93,7 @@ class SlidePolicy:
 
     def partial(self):
         """The unlowered aggregate of the window (the policy's ``total``)."""
-        return _partial_of(self.aggregator)
+        return self.aggregator.partial()
 
     def __len__(self) -> int:
         return len(self.aggregator)
@@ -101,23 +102,43 @@ class SlidePolicy:
         return f"<SlidePolicy window over {self.aggregator!r}>"
 
 
-def _partial_of(aggregator):
-    partial = getattr(aggregator, "partial", None)
-    if partial is not None:
-        return partial()
-    # the generic in-order wrapper: the algorithm's own query, before lowering
-    return aggregator._funcs.query(aggregator._bufs, aggregator._state)
-
-
 def enforce_policy(aggregator, wsp, total=None) -> int:
     """Enforce ``wsp`` on an ``lmta``/``amta`` aggregator in O(log n); returns how many items left.
 
     Other algorithms cannot show their oldest items; wrap them in :class:`SlidePolicy`.
     """
-    enforce = getattr(aggregator, "enforce", None)
-    if enforce is None:
+    if not aggregator.algorithm.offers(SlidePolicyWindow):
         raise TypeError(f"{aggregator!r} has no native slide policy; use winagg.slide_policies.SlidePolicy")
-    return enforce(wsp, total)
+    return aggregator.enforce(wsp, total)
+
+
+def evict_by_policy(aggregator, wsp, total=None) -> int:
+    """The search behind ``Aggregator.enforce`` on a ``SlidePolicyWindow`` algorithm (lmta, amta).
+
+    The policy must be prefix-monotone (if a prefix may go, so may every shorter one),
+    as every policy of the paper is; the search tests O(log n) prefixes.
+    """
+    if not len(aggregator):
+        return 0
+    funcs, bufs, monoid = aggregator._funcs, aggregator._bufs, aggregator.monoid
+    total = aggregator.partial() if total is None else total
+    removed = monoid.identity
+    singles = 0
+    if aggregator.algorithm.name == "amta":
+        # single evictions first (amortized O(1) each); after about log n of them,
+        # the O(log n) search and bulk eviction take over
+        levels = aggregator._state[3]
+        while singles < levels and len(aggregator):
+            candidate = monoid.combine(removed, funcs.oldest(bufs, aggregator._state))
+            if not wsp(total, candidate):
+                return singles
+            removed = candidate
+            aggregator.evict()
+            singles += 1
+        if not len(aggregator):
+            return singles
+    count = funcs.removable(bufs, aggregator._state, total, removed, wsp)
+    return singles + aggregator.evict_oldest(count)
 
 
 # ---------------------------------------------------------------- the paper's experiment policy

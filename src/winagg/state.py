@@ -26,6 +26,11 @@ def size(st) -> int:
     return st[2] - st[1]
 
 
+def first(st) -> int:
+    """The oldest position an in-order window holds (its items are ``first .. end - 1``)."""
+    return st[1]
+
+
 def end(st) -> int:
     """One past the youngest position of an in-order window."""
     return st[2]
@@ -51,7 +56,7 @@ def limit(st) -> int:
     return st[0]
 
 
-PYTHON = SimpleNamespace(size=size, end=end, capacity=capacity, full=full, free_entries=free_entries, limit=limit)
+PYTHON = SimpleNamespace(size=size, first=first, end=end, capacity=capacity, full=full, free_entries=free_entries, limit=limit)
 #: The same accessors for compiled loops, inlined: no call in the loop.
 COMPILED = SimpleNamespace(**{name: jitcache.njit(inline="always")(function)
                               for name, function in vars(PYTHON).items()})

@@ -123,7 +123,7 @@ def test_resize_policy_grows_compacts_and_shrinks():
     for _ in range(20):  # holes in the middle: 44 live of 64 slots <= 3/4, so the next insert compacts
         agg.remove(10)
     agg.insert(64)
-    assert agg._state[0] + 1 == 64 and agg._dead == []
+    assert agg._state[0] + 1 == 64 and not agg._holes
     for _ in range(40):
         agg.evict()
     assert agg._state[0] + 1 <= 32  # below a quarter live: halved

@@ -108,7 +108,7 @@ def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
     saved = pickle.loads(store.load_meta())
     saved["format"] = 2  # as the layout before amta kept its event positions and R0 in the stack
     store.write({}, meta=pickle.dumps(saved))
-    with pytest.raises(ValueError, match="format 2, expected 3"):
+    with pytest.raises(ValueError, match="format 2, expected 4"):
         StoredWindow(store, "sum", algorithm="amta")
 
 
@@ -178,3 +178,20 @@ def test_evict_oldest_of_a_fraction_is_refused_and_changes_nothing(tmp_path):
         with pytest.raises(TypeError, match="count"):
             window.evict_oldest(1.5)
         assert (len(window), window.query()) == (3, 6.0)
+
+
+def test_datetimes_are_stored_as_nanoseconds_and_come_back_after_reopening(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "times.db"
+    window = StoredWindow(SQLiteStore(path), "sum", algorithm="amta", buffer_size=4)
+    start = pd.Timestamp("2024-03-01 08:00")
+    window.bulk_insert([1.0, 2.0, 4.0], [start, start + pd.Timedelta("1min"), start + pd.Timedelta("2min")])
+    window.close()
+    again = StoredWindow(SQLiteStore(path), "sum", algorithm="amta", buffer_size=4)
+    assert again.youngest_time() == start + pd.Timedelta("2min") and again.query() == 7.0
+    with pytest.raises(winagg.InvalidTimeError, match="datetimes"):
+        again.insert(8.0, 5)
+    assert again.bulk_evict(start + pd.Timedelta("30s")) == 1
+    assert again.oldest_time() == start + pd.Timedelta("1min") and again.query() == 6.0
+    again.close()

@@ -467,6 +467,3 @@ def _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capa
 
     return MTAFuncs(jit(init), hot(insert), evict_one, jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))
-
-
-from .mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)

@@ -16,20 +16,17 @@ paper's empty-slot marker (bottom): ``x (+) identity = x``.
   ``suffix(front) (+) prefix(back)`` (order matters for non-commutative monoids);
 * ``range_query`` folds the O(log cap) nodes covering a range of positions;
 * resizing: ``grow`` doubles, ``shrink`` halves, ``compact`` closes the holes
-  that non-FIFO removals leave (the :class:`Aggregator` applies the paper's
+  that non-FIFO removals leave (:mod:`winagg.removals` applies the paper's
   policy: on a full buffer compact if at most 3/4 is live, else double; halve
   when fewer than 1/4 of the slots are live).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
 from typing import NamedTuple
 
 import numpy as np
 
-from ..aggregator import FifoAggregator
-from ..errors import EmptyWindowError
 from ..ops import build_alloc_empty, copy_row, power_of_two_at_least, store_row
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -356,169 +353,3 @@ def build(ops):
     return FlatFatFuncs(jit(init), looping(insert), looping(evict), looping(query), jit(grow), looping(bulk_evict),
                         looping(range_query), looping(bulk_insert), looping(write), ops.jit_call(write_many),
                         jit(shrink), ops.jit_call(compact))
-
-
-class Aggregator(FifoAggregator):
-    """The Reactive Aggregator: a FIFO aggregator that can also change or remove any item.
-
-    ``update(index, value)`` replaces the item at ``index`` (0 = oldest live
-    item) and ``remove(index)`` deletes it, each in O(log n);
-    ``update_many(indices, values)`` changes several items in one
-    level-by-level pass. A removed item is gone, as a dropped row is in
-    pandas: it no longer counts in ``len``, its time goes with it (so
-    ``oldest_time``/``youngest_time`` and ``bulk_evict``'s count see only the
-    live items), and ``evict`` drops the oldest *live* item. Internally it
-    leaves an identity hole that is compacted away on the paper's policy.
-    """
-
-    #: Capacity is never halved below this many slots.
-    MIN_CAPACITY = 16
-
-    def __init__(self, algorithm, monoid, capacity: int = 16, **options):
-        super().__init__(algorithm, monoid, capacity, **options)
-        self._dead: list = []  # sorted absolute positions of removed items inside the window
-
-    # ------------------------------------------------------------ positions
-    def _position_of(self, index) -> int:
-        """Absolute position of the live item number ``index`` (negative counts from the youngest)."""
-        live = len(self)
-        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
-            raise TypeError(f"index must be an integer, got {type(index).__name__}")
-        if index < 0:
-            index += live
-        if not 0 <= index < live:
-            raise IndexError(f"index {index} out of range for a window of {live} items")
-        pos = self._state[1] + int(index)
-        for hole in self._dead:  # every hole at or before the candidate shifts it one further
-            if hole > pos:
-                break
-            pos += 1
-        return pos
-
-    def __len__(self) -> int:
-        return super().__len__() - len(self._dead)
-
-    # ------------------------------------------------------------ non-FIFO operations
-    def update(self, index, value) -> None:
-        """Replace the item at ``index`` (0 = oldest) by ``value``; its time stays."""
-        pos = self._position_of(index)
-        self._state = self._funcs.write(self._bufs, self._state, pos, self.monoid.lift(value))
-
-    def update_many(self, indices, values) -> None:
-        """Replace several items at once (distinct indices), one level-by-level tree update."""
-        indices, values = list(indices), list(values)
-        if len(indices) != len(values):
-            raise ValueError(f"update_many got {len(indices)} indices but {len(values)} values")
-        positions = np.array([self._position_of(i) for i in indices], dtype=np.int64)
-        if len(set(positions.tolist())) != len(positions):
-            raise ValueError("update_many needs distinct indices")
-        partials = [self.monoid.lift(v) for v in values]
-        self._state = self._funcs.write_many(self._bufs, self._state, positions, partials, len(partials))
-
-    def remove(self, index) -> None:
-        """Delete the item at ``index`` (0 = oldest) and its time from the window."""
-        pos = self._position_of(index)
-        self._state = self._funcs.write(self._bufs, self._state, pos, self.monoid.identity)
-        insort(self._dead, pos)
-        self._trim_holes()
-        self._maybe_shrink()
-
-    def _trim_holes(self):
-        # Holes at either end of the window are dropped at once, so that the oldest
-        # and youngest positions always hold live items (their times are the window's).
-        mask, first, end = self._state[:3]
-        leading = 0
-        while leading < len(self._dead) and self._dead[leading] == first + leading:
-            leading += 1
-        if leading:
-            self._state = self._funcs.bulk_evict(self._bufs, self._state, leading)
-            del self._dead[:leading]
-            self._drop_times(leading)
-        while self._dead and self._dead[-1] == self._state[2] - 1:
-            mask, first, end = self._state[:3]
-            self._state = (mask, first, end - 1)  # its leaf already holds the identity
-            self._dead.pop()
-            self._times.pop()
-
-    # ------------------------------------------------------------ FIFO operations
-    def evict(self) -> None:
-        """Drop the oldest live item; :class:`EmptyWindowError` if the window is empty."""
-        if not len(self):
-            raise EmptyWindowError(f"evict() on an empty window ({self.algorithm.name})")
-        super().evict()
-        self._trim_holes()
-        self._maybe_shrink()
-
-    def bulk_evict(self, time) -> int:
-        """Drop every item whose time is <= ``time``; returns how many live items were dropped."""
-        before = len(self)
-        dropped = super().bulk_evict(time)
-        if dropped:
-            first = self._state[1]
-            del self._dead[:bisect_left(self._dead, first)]
-            self._trim_holes()
-            self._maybe_shrink()
-        return before - len(self)
-
-    def bulk_insert(self, values, times=None) -> None:
-        """Append a batch (``times`` sorted, no older than the youngest) in one level-by-level update."""
-        values = list(values)
-        if times is None:
-            times = list(range(self._arrivals, self._arrivals + len(values)))
-        else:
-            times = list(times)
-            if len(times) != len(values):
-                raise ValueError(f"bulk_insert got {len(values)} values but {len(times)} times")
-        self._check_next_times(times, lambda i: f"times[{i}]")
-        partials = [self.monoid.lift(v) for v in values]
-        self._make_room(len(partials))
-        self._state = self._funcs.bulk_insert(self._bufs, self._state, partials, len(partials))
-        self._times.extend(times)
-        self._arrivals += len(values)
-
-    # ------------------------------------------------------------ resizing (RA paper, section 5)
-    def _make_room(self, count):
-        while self._state[2] - self._state[1] + count > self._state[0] + 1:
-            capacity = self._state[0] + 1
-            if self._dead and len(self) + count <= 3 * capacity // 4:
-                self._compact()
-            else:
-                self._bufs, self._state = self._funcs.grow(self._bufs, self._state)
-
-    def _compact(self):
-        first, end = self._state[1], self._state[2]
-        alive = np.ones(end - first, dtype=np.bool_)
-        for hole in self._dead:
-            alive[hole - first] = False
-        self._state = self._funcs.compact(self._bufs, self._state, alive)
-        live_times = self._times[self._head:]
-        self._times = [t for t, keep in zip(live_times, alive) if keep]
-        self._head = 0
-        self._dead = []
-
-    def _maybe_shrink(self):
-        while self._state[0] + 1 > self.MIN_CAPACITY and 4 * len(self) < self._state[0] + 1:
-            if self._dead:
-                self._compact()
-            if 2 * (self._state[2] - self._state[1]) > self._state[0] + 1:
-                return
-            self._bufs, self._state = self._funcs.shrink(self._bufs, self._state)
-
-    # ------------------------------------------------------------ reading
-    def oldest_time(self):
-        """Time of the oldest live item, or None when the window is empty."""
-        return super().oldest_time() if len(self) else None
-
-    def youngest_time(self):
-        """Time of the youngest live item, or None when the window is empty."""
-        return super().youngest_time() if len(self) else None
-
-    def __getstate__(self):
-        saved = super().__getstate__()
-        saved["dead"] = list(self._dead)
-        return saved
-
-    def __setstate__(self, saved):
-        super().__setstate__(saved)
-        self._dead = list(saved.get("dead", []))
-

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..aggregator import FifoAggregator
 from ..ops import RangeFuncs, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
@@ -240,26 +239,3 @@ def build(ops):
     looping = ops.jit_loop
     return RangeFuncs(jit(init), jit(insert), jit(evict), jit(query), ops.jit_call(grow), jit(bulk_evict),
                         looping(range_query))
-
-
-class Aggregator(FifoAggregator):
-    """FlatFIT's aggregator: a FIFO aggregator that also answers several ranges per slide.
-
-    ``query_ranges(sizes)`` returns, for each size r, the lowered aggregate of
-    the r youngest items (all of them when r >= len). The ranges are
-    evaluated largest first, so that each one finds the runs the larger ones
-    just compressed (the digest's order: n - 1 combines for all ranges 1..n).
-    """
-
-    def query_ranges(self, sizes) -> list:
-        """Aggregates of the ``r`` youngest items for each ``r`` in ``sizes``, in the order given."""
-        sizes = list(sizes)
-        for r in sizes:
-            if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or r < 0:
-                raise ValueError(f"range sizes must be integers >= 0, got {r!r}")
-        end, live = self._state[2], len(self)
-        answers = [None] * len(sizes)
-        for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
-            width = min(int(sizes[k]), live)
-            answers[k] = self.monoid.lower(self._funcs.range_query(self._bufs, self._state, end - width, end))
-        return answers

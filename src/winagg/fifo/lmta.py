@@ -131,6 +131,3 @@ def build(ops, virtual: bool = False):
 
     return MTAFuncs(jit(init), hot(insert), hot(evict), jit(query), jit(grow), bulk_evict,
                     jit(removable), jit(oldest))
-
-
-from .mta_aggregator import MTAAggregator as Aggregator  # noqa: E402  (winagg.make uses it)

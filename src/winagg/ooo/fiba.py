@@ -13,11 +13,6 @@ present combines into that entry (old + new, in that order).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
-
-from ..aggregator import check_time
-from ..errors import EmptyWindowError, InvalidTimeError, OutOfOrderError
-from ..ops import python_ops
 from . import fiba_layout as layout
 from .fiba_tree import build_tree
 
@@ -44,7 +39,8 @@ def check_options(min_arity, variant, bulk):
 
 def build(ops, min_arity: int = 4, variant: str = "finger", bulk: bool = True, check: bool = False,
           times: str = "float64"):
-    """FiBA's operations specialised to ``ops`` (``check`` only matters to :class:`Aggregator`).
+    """FiBA's operations specialised to ``ops`` (``check=True`` makes the per-item aggregator run
+    :func:`check_invariants` after every change).
 
     ``times`` is the compiled time type, "float64" (default) or "int64".
 
@@ -54,137 +50,6 @@ def build(ops, min_arity: int = 4, variant: str = "finger", bulk: bool = True, c
     """
     check_options(min_arity, variant, bulk)
     return build_tree(ops, int(min_arity), variant == "finger", bulk, times)
-
-
-class Aggregator:
-    """An out-of-order sliding window over any monoid, on a FiBA tree.
-
-    Entries are kept by time; ``len`` counts distinct times. Every operation
-    either completes or raises and leaves the window as it was. With
-    ``check=True`` the B-tree invariants are verified after every operation
-    (slow; for tests).
-    """
-
-    def __init__(self, algorithm, monoid, min_arity: int = 4, variant: str = "finger", bulk: bool = True,
-                 check: bool = False, capacity: int = 16):
-        check_options(min_arity, variant, bulk)
-        self.algorithm = algorithm
-        self.monoid = monoid
-        self.options = dict(min_arity=min_arity, variant=variant, bulk=bulk, check=check)
-        self._funcs = build(python_ops(monoid), **self.options)
-        self._bufs, self._state = self._funcs.init(capacity)
-
-    # ------------------------------------------------------------ checks
-    def _valid_time(self, t, what="time"):
-        check_time(t, what)
-        if len(self):
-            try:
-                t < self._funcs.youngest(self._bufs)
-            except TypeError:
-                raise InvalidTimeError(f"{what} {t!r} cannot be compared with the window's times") from None
-        return t
-
-    def _after(self):
-        if self.options["check"]:
-            check_invariants(self)
-
-    # ------------------------------------------------------------ inserting
-    def insert(self, value, time) -> None:
-        """Insert ``value`` at ``time`` (any time; an existing time combines old + new)."""
-        self._valid_time(time)
-        partial = self.monoid.lift(value)
-        self._bufs, self._state = self._funcs.reserve(self._bufs, self._state, 1)
-        self._state = self._funcs.insert_at(self._bufs, self._state, time, partial)
-        self._after()
-
-    def bulk_insert(self, values: Iterable, times: Iterable) -> None:
-        """Insert a batch sorted by time (equal times combine in batch order, old + new).
-
-        An unsorted batch raises :class:`winagg.OutOfOrderError` and changes nothing.
-        """
-        values, times = list(values), list(times)
-        if len(times) != len(values):
-            raise ValueError(f"bulk_insert got {len(values)} values but {len(times)} times")
-        for i, t in enumerate(times):
-            self._valid_time(t, f"times[{i}]")
-            if i and t < times[i - 1]:
-                raise OutOfOrderError(f"bulk_insert needs a batch sorted by time: times[{i}] = {t!r} is older "
-                                      f"than times[{i - 1}] = {times[i - 1]!r}")
-        if not values:
-            return
-        partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
-        self._bufs, self._state = self._funcs.reserve(self._bufs, self._state, len(partials))
-        self._state = self._funcs.bulk_insert(self._bufs, self._state, times, partials, len(partials))
-        self._after()
-
-    # ------------------------------------------------------------ evicting
-    def evict(self) -> None:
-        """Drop the oldest entry; :class:`EmptyWindowError` if the window is empty."""
-        if not len(self):
-            raise EmptyWindowError(f"evict() on an empty window ({self.algorithm.name})")
-        self._state = self._funcs.evict(self._bufs, self._state)
-        self._after()
-
-    def bulk_evict(self, time) -> int:
-        """Drop every entry whose time is <= ``time``; returns how many entries went."""
-        self._valid_time(time)
-        before = len(self)
-        self._state = self._funcs.evict_upto(self._bufs, self._state, time)
-        self._after()
-        return before - len(self)
-
-    # ------------------------------------------------------------ reading
-    def query(self, t_from=None, t_to=None) -> Any:
-        """The lowered aggregate of the window, or of its entries with ``t_from <= time <= t_to``.
-
-        A missing bound is open; an empty window or range gives the identity's lowering.
-        """
-        if t_from is None and t_to is None:
-            return self.monoid.lower(self._funcs.query(self._bufs, self._state))
-        if not len(self):
-            return self.monoid.lower(self.monoid.identity)
-        lo = self.oldest_time() if t_from is None else self._valid_time(t_from, "t_from")
-        hi = self.youngest_time() if t_to is None else self._valid_time(t_to, "t_to")
-        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, lo, hi, False))
-
-    def query_after(self, t_after, t_to) -> Any:
-        """The lowered aggregate of the entries with ``t_after < time <= t_to`` (a half-open range)."""
-        self._valid_time(t_after, "t_after")
-        self._valid_time(t_to, "t_to")
-        if not len(self):
-            return self.monoid.lower(self.monoid.identity)
-        return self.monoid.lower(self._funcs.range_query(self._bufs, self._state, t_after, t_to, True))
-
-    def __len__(self) -> int:
-        return self._state[2]
-
-    def oldest_time(self):
-        """Time of the oldest entry, or None when the window is empty."""
-        return self._funcs.oldest(self._bufs) if len(self) else None
-
-    def youngest_time(self):
-        """Time of the youngest entry, or None when the window is empty."""
-        return self._funcs.youngest(self._bufs) if len(self) else None
-
-    def __repr__(self):
-        o = self.options
-        return (f"<{self.algorithm.name} aggregator (min_arity={o['min_arity']}, {o['variant']}, "
-                f"bulk={o['bulk']}) of {self.monoid.name}, {len(self)} entries>")
-
-    # ------------------------------------------------------------ pickling
-    def __getstate__(self):
-        return {"algorithm": self.algorithm.name, "monoid": self.monoid, "options": self.options,
-                "bufs": self._bufs, "state": self._state}
-
-    def __setstate__(self, saved):
-        from ..registry import info
-
-        self.algorithm = info(saved["algorithm"])
-        self.monoid = saved["monoid"]
-        self.options = saved["options"]
-        self._funcs = build(python_ops(self.monoid), **self.options)
-        self._bufs = saved["bufs"]
-        self._state = saved["state"]
 
 
 # ---------------------------------------------------------------- debug checks
@@ -206,8 +71,8 @@ def _same_partial(a, b) -> bool:
     return bool(result)
 
 
-def check_invariants(agg: Aggregator) -> None:
-    """Assert FiBA's invariants: arity bounds, sorted keys, equal leaf depth, parent and spine
+def check_invariants(agg) -> None:
+    """Assert FiBA's invariants in ``agg`` (a :class:`winagg.aggregator.Aggregator` of FiBA): arity bounds, sorted keys, equal leaf depth, parent and spine
     pointers, fingers, and every stored aggregate (and count, and the local aggregate of each
     internal node on one spine) equal to the fold it stands for."""
     b, monoid, mu = agg._bufs, agg.monoid, agg.options["min_arity"]

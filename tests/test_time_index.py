@@ -1,0 +1,103 @@
+"""The per-item aggregator's times: one unit per window (numbers, or datetimes as int ns), one index."""
+
+import datetime
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import winagg
+from winagg.time_index import ArrivalTimes, TimeUnit
+
+IN_ORDER = ["two_stacks_lite", "flatfat", "amta"]
+EVERY_KIND = IN_ORDER + ["fiba"]
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+def test_datetimes_of_every_type_are_one_time_inside_and_timestamps_outside(algorithm):
+    agg = winagg.make(algorithm, "sum")
+    agg.insert(1.0, datetime.datetime(2024, 1, 1, 0, 0))
+    agg.insert(2.0, np.datetime64("2024-01-01T00:01"))
+    agg.insert(4.0, pd.Timestamp("2024-01-01 00:02"))
+    assert agg.oldest_time() == pd.Timestamp("2024-01-01 00:00")
+    assert isinstance(agg.youngest_time(), pd.Timestamp) and agg.youngest_time() == pd.Timestamp("2024-01-01 00:02")
+    # a bound of any datetime type means the same instant
+    assert agg.bulk_evict(np.datetime64("2024-01-01T00:00:59", "s")) == 1
+    assert agg.query() == 6.0 and agg.oldest_time() == pd.Timestamp("2024-01-01 00:01")
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+def test_a_time_of_the_other_kind_is_refused_by_name_and_changes_nothing(algorithm):
+    agg = winagg.make(algorithm, "sum")
+    agg.insert(1.0, pd.Timestamp("2024-01-01"))
+    with pytest.raises(winagg.InvalidTimeError, match="time 5 is a number, but this window's times are datetimes"):
+        agg.insert(2.0, 5)
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\]"):
+        agg.bulk_insert([2.0, 3.0], [pd.Timestamp("2024-01-02"), 7])
+    with pytest.raises(winagg.InvalidTimeError, match="time 3"):
+        agg.bulk_evict(3)
+    with pytest.raises(winagg.InvalidTimeError, match="number" if algorithm in IN_ORDER else "keys its entries"):
+        agg.insert(2.0)  # an arrival number is a number too; a time-keyed window needs a time
+    assert len(agg) == 1 and agg.query() == 1.0
+    numbers = winagg.make(algorithm, "sum")
+    numbers.insert(1.0, 3)
+    with pytest.raises(winagg.InvalidTimeError, match="is a datetime, but this window's times are numbers"):
+        numbers.insert(1.0, pd.Timestamp("2024-01-01"))
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+def test_a_first_batch_of_mixed_kinds_is_refused_and_fixes_no_kind(algorithm):
+    agg = winagg.make(algorithm, "sum")
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\]"):
+        agg.bulk_insert([1.0, 2.0], [3, pd.Timestamp("2024-01-01")])
+    assert len(agg) == 0
+    agg.insert(1.0, pd.Timestamp("2024-01-01"))  # the refused batch fixed nothing
+    assert agg.youngest_time() == pd.Timestamp("2024-01-01")
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+@pytest.mark.parametrize("bad", [None, float("nan"), np.datetime64("NaT"), pd.NaT, True, "2024-01-01", object()])
+def test_missing_or_unreadable_times_are_refused(algorithm, bad):
+    agg = winagg.make(algorithm, "sum")
+    agg.insert(1.0, 1)
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[0\]"):
+        agg.bulk_insert([2.0], [bad])  # (insert's own None means "the arrival number")
+    if bad is not None:
+        with pytest.raises(winagg.InvalidTimeError, match="time"):
+            agg.insert(2.0, bad)
+        with pytest.raises(winagg.InvalidTimeError, match="time"):
+            agg.bulk_evict(bad)
+    assert len(agg) == 1 and agg.query() == 1.0
+
+
+def test_nanoseconds_one_apart_stay_apart_beyond_float_precision():
+    agg = winagg.make("fiba", "count")
+    base = pd.Timestamp("2262-04-11 23:47:16.854775000")
+    for k in range(3):
+        agg.insert(1.0, base + pd.Timedelta(k, "ns"))
+    assert len(agg) == 3 and agg.query(base + pd.Timedelta(1, "ns"), base + pd.Timedelta(1, "ns")) == 1
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+def test_the_time_kind_survives_pickling(algorithm):
+    agg = winagg.make(algorithm, "sum")
+    agg.insert(1.0, pd.Timestamp("2024-01-01"))
+    copy = pickle.loads(pickle.dumps(agg))
+    assert copy.oldest_time() == pd.Timestamp("2024-01-01")
+    with pytest.raises(winagg.InvalidTimeError):
+        copy.insert(1.0, 10)
+
+
+def test_time_unit_and_arrival_times_directly():
+    unit = TimeUnit()
+    times, kind = unit.inward_all([np.datetime64("1970-01-01T00:00:01")], lambda i: f"t[{i}]")
+    assert times == [1_000_000_000] and kind == "datetime" and unit.kind is None  # the caller fixes the kind
+    assert TimeUnit("datetime").outward(1_000_000_000) == pd.Timestamp("1970-01-01 00:00:01")
+    assert TimeUnit("number").outward(7) == 7
+    index = ArrivalTimes([1, 2, 2, 3, 5])
+    assert (index.count_upto(2), index.count_before(2), index.count_upto(0), index.count_upto(9)) == (3, 1, 0, 5)
+    index.drop(2)
+    assert (len(index), index[0], index.youngest(), index.count_upto(2)) == (3, 2, 5, 1)
+    index.keep([True, False, True])
+    assert index.as_list() == [2, 5]
