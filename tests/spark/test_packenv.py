@@ -23,7 +23,8 @@ import pandas as pd
 import pytest
 
 import standalone
-from winagg.spark.packenv import PackEnvError, pack_environment, required_distributions, shipped_conf
+from winagg.spark.packenv import (PackEnvError, check_shippable, pack_environment, required_distributions,
+                                  shipped_conf, warm_up_environment)
 from winagg.spark.pipeline import PipelineConfig, run
 
 PROBE = Path(__file__).with_name("shipped_probe.py")
@@ -50,6 +51,23 @@ def cluster(tmp_path_factory):
     running = standalone.start(tmp_path_factory.mktemp("standalone"))
     yield running
     running.stop()
+
+
+def test_the_warm_up_keeps_numba_s_cache_beside_winagg_even_with_numba_cache_dir_set():
+    env = warm_up_environment({"NUMBA_CACHE_DIR": "/elsewhere", "PATH": "/bin"})
+    assert env == {"PATH": "/bin", "NUMBA_DEBUG_CACHE": "1"}
+
+
+def test_cache_files_outside_the_package_are_refused_by_name(tmp_path):
+    package = str(tmp_path / "site" / "winagg")
+    inside = f"{package}/__pycache__/driver.drive-1.py311.nbi"
+    check_shippable({inside}, package)
+    with pytest.raises(PackEnvError, match=r"outside winagg's package .*\(first: '/root/.cache/numba/k.nbi'\)"):
+        check_shippable({inside, "/root/.cache/numba/k.nbi"}, package)
+    with pytest.raises(PackEnvError, match="outside"):
+        check_shippable({f"{package}-old/__pycache__/k.nbi"}, package)  # a sibling folder is not the package
+    with pytest.raises(PackEnvError, match="no numba cache file"):
+        check_shippable(set(), package)
 
 
 def test_archive_holds_winagg_and_what_it_needs_but_not_pyspark(archive):

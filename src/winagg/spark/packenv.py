@@ -109,11 +109,36 @@ def pipeline_cache_files() -> set:
     names every cache file it loads or writes: just those ship, not every kernel
     this machine ever compiled.
     """
-    done = subprocess.run([sys.executable, "-c", WARM_UP], env=dict(os.environ, NUMBA_DEBUG_CACHE="1"),
+    done = subprocess.run([sys.executable, "-c", WARM_UP], env=warm_up_environment(os.environ),
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise PackEnvError(f"compiling the pipeline's kernels failed:\n{done.stderr[-3000:]}")
-    return {os.path.realpath(path) for path in _CACHE_LINE.findall(done.stdout + done.stderr)}
+    files = {os.path.realpath(path) for path in _CACHE_LINE.findall(done.stdout + done.stderr)}
+    check_shippable(files, os.path.realpath(Path(__file__).parents[1]))
+    return files
+
+
+def warm_up_environment(environ) -> dict:
+    """The warm-up's environment: numba names its cache files, and keeps them beside winagg's sources.
+
+    A ``NUMBA_CACHE_DIR`` would send them elsewhere, where the archive does not look, and
+    executors would compile everything again; it is dropped for the warm-up alone.
+    """
+    env = {k: v for k, v in environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["NUMBA_DEBUG_CACHE"] = "1"
+    return env
+
+
+def check_shippable(files: set, package: str) -> None:
+    """PackEnvError unless every cache file lies under winagg's ``package`` folder, which the archive copies."""
+    if not files:
+        raise PackEnvError("the pipeline's warm-up named no numba cache file, so there are no kernels to ship")
+    outside = sorted(f for f in files if not f.startswith(package.rstrip(os.sep) + os.sep))
+    if outside:
+        raise PackEnvError(f"numba cached {len(outside)} of the pipeline's kernels outside winagg's package "
+                           f"{package!r} (first: {outside[0]!r}), so the archive cannot ship them; numba does "
+                           f"this when the package's folder is not writable: pack from an environment whose "
+                           f"winagg is installed in a writable folder, or without --numba-cache")
 
 
 def _copy_winagg(target: Path, cache_files: set) -> int:
