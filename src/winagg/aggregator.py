@@ -51,9 +51,10 @@ def _range_sizes(sizes) -> list:
 class Aggregator(ItemUpdates):
     """A sliding-window aggregator of one algorithm over one monoid, fed item by item.
 
-    In-order algorithms keep equal times as separate items; a time-keyed
-    algorithm holds one entry per time (``len`` counts entries). An item inserted
-    without a time gets its arrival number (0, 1, 2, ...). Every operation either
+    In-order algorithms keep equal times as separate items, and an item inserted
+    there without a time gets its arrival number (0, 1, 2, ...); a time-keyed
+    algorithm holds one entry per time (``len`` counts entries) and needs a time
+    with every item. Every operation either
     completes or raises and leaves the window as it was. Removed items (algorithms
     with ``Updates``) are gone as a dropped row is in pandas: they no longer count in
     ``len``, their times go with them, and ``evict`` drops the oldest live item.
