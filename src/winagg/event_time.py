@@ -49,6 +49,20 @@ def duration_ns(value, what: str) -> int:
         raise ValueError(f"{what} {value!r} is not a duration (a pandas Timedelta string like '10min')") from None
 
 
+def datetime_ns(t, what: str) -> int:
+    """A datetime as int64 nanoseconds since the epoch; InvalidTimeError naming ``what`` for NaT
+    or for what pandas cannot read as a datetime in nanoseconds (text, a date past 2262)."""
+    import pandas as pd
+
+    try:
+        stamp = pd.Timestamp(t)
+    except (TypeError, ValueError) as error:
+        raise InvalidTimeError(f"{what} {t!r} cannot be read as a datetime: {error}") from None
+    if stamp is pd.NaT:
+        raise InvalidTimeError(f"{what} is NaT")
+    return int(stamp.value)
+
+
 def check_number(x, what: str):
     """``x`` as a plain Python number; TypeError for non-numbers, InvalidTimeError for NaN."""
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
@@ -87,12 +101,7 @@ class EventTimes:
         if self.datetimes:
             if not is_datetime_like(t):
                 raise InvalidTimeError(f"this Window's size is a duration, so times must be datetimes; got {t!r}")
-            import pandas as pd
-
-            stamp = pd.Timestamp(t)
-            if stamp is pd.NaT:
-                raise InvalidTimeError("time is NaT")
-            t = int(stamp.value)
+            t = datetime_ns(t, "time")
         else:
             t = check_number(t, "time")
             if self.dtype is np.int64 and isinstance(t, float):

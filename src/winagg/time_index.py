@@ -24,7 +24,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .errors import InvalidTimeError, OutOfOrderError
-from .event_time import check_number
+from .event_time import check_number, datetime_ns
 
 NUMBER, DATETIME = "number", "datetime"
 
@@ -37,19 +37,21 @@ class TimeUnit:
 
     def inward(self, t, what: str = "time"):
         """``t`` in the window's unit; InvalidTimeError naming ``what`` for a missing time or the other kind."""
-        kind, value = _read(t, what)
-        if self.kind is not None and kind != self.kind:
-            raise InvalidTimeError(f"{what} {t!r} is a {kind}, but this window's times are {self.kind}s")
-        return value
+        return self._checked(t, what)[1]
 
     def inward_one(self, t) -> Tuple[Any, str]:
         """(``t`` in the unit, its kind): a window without a kind yet takes this time's."""
         if self.kind == NUMBER and (type(t) is int or type(t) is float and t == t):
             return t, NUMBER  # the common case, without the general checks
-        kind, value = _read(t, "time")
-        if self.kind is not None and kind != self.kind:
-            raise InvalidTimeError(f"time {t!r} is a {kind}, but this window's times are {self.kind}s")
+        kind, value = self._checked(t, "time")
         return value, kind
+
+    def _checked(self, t, what) -> Tuple[str, Any]:
+        """(kind, value) of ``t``; InvalidTimeError when it is missing or of the other kind."""
+        kind, value = _read(t, what)
+        if self.kind is not None and kind != self.kind:
+            raise InvalidTimeError(f"{what} {t!r} is a {kind}, but this window's times are {self.kind}s")
+        return kind, value
 
     def inward_all(self, times, what) -> Tuple[List[Any], Optional[str]]:
         """(every time of a batch in the unit, the batch's kind); ``what(i)`` names the i-th time.
@@ -82,15 +84,7 @@ def _read(t, what):
     if t is None:
         raise InvalidTimeError(f"{what} is None; a real time is required")
     if isinstance(t, (datetime.date, np.datetime64)):  # pandas.Timestamp is a datetime.datetime
-        import pandas as pd
-
-        try:
-            stamp = pd.Timestamp(t)
-        except (TypeError, ValueError):
-            raise InvalidTimeError(f"{what} {t!r} is neither a number nor a datetime") from None
-        if stamp is pd.NaT:
-            raise InvalidTimeError(f"{what} is NaT; a real time is required")
-        return DATETIME, int(stamp.value)
+        return DATETIME, datetime_ns(t, what)
     try:
         return NUMBER, check_number(t, what)
     except TypeError:  # a bool, a string, any other object: not an instant on one scale
