@@ -101,3 +101,16 @@ def test_time_unit_and_arrival_times_directly():
     assert (len(index), index[0], index.youngest(), index.count_upto(2)) == (3, 2, 5, 1)
     index.keep([True, False, True])
     assert index.as_list() == [2, 5]
+
+
+@pytest.mark.parametrize("algorithm", EVERY_KIND)
+def test_a_datetime_outside_nanoseconds_is_refused_by_name(algorithm):
+    agg = winagg.make(algorithm, "sum")
+    agg.insert(1.0, pd.Timestamp("2024-01-01"))
+    for far in (datetime.datetime(2300, 1, 1), np.datetime64("1500-01-01", "D")):
+        with pytest.raises(winagg.InvalidTimeError, match="outside int64 nanoseconds"):
+            agg.insert(2.0, far)
+    assert len(agg) == 1
+    window = winagg.Window("sum", size="1h")
+    with pytest.raises(winagg.InvalidTimeError, match="outside int64 nanoseconds"):
+        window.push(datetime.datetime(2300, 1, 1), 1.0)

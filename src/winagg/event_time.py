@@ -60,7 +60,11 @@ def datetime_ns(t, what: str) -> int:
         raise InvalidTimeError(f"{what} {t!r} cannot be read as a datetime: {error}") from None
     if stamp is pd.NaT:
         raise InvalidTimeError(f"{what} is NaT")
-    return int(stamp.value)
+    try:
+        return int(stamp.as_unit("ns").value)
+    except (OverflowError, ValueError):  # pandas keeps such a Timestamp in a coarser unit
+        raise InvalidTimeError(f"{what} {t!r} lies outside int64 nanoseconds since the epoch "
+                               f"({pd.Timestamp.min} .. {pd.Timestamp.max})") from None
 
 
 def check_number(x, what: str):
