@@ -48,6 +48,9 @@ def _range_sizes(sizes) -> list:
     return sizes
 
 
+_RANGE_QUERY = "range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'"
+
+
 class Aggregator(ItemUpdates):
     """A sliding-window aggregator of one algorithm over one monoid, fed item by item.
 
@@ -247,18 +250,19 @@ class Aggregator(ItemUpdates):
         """
         if t_from is None and t_to is None:
             return self.monoid.lower(self._funcs.query(self._bufs, self._state))
-        return self._range(t_from, t_to, after=False)
+        self._needs(SubWindow, _RANGE_QUERY)
+        lo = None if t_from is None else self._unit.inward(t_from, "t_from")
+        hi = None if t_to is None else self._unit.inward(t_to, "t_to")
+        return self._range(lo, hi, after=False)
 
     def query_after(self, t_after, t_to) -> Any:
         """The lowered aggregate of the items with ``t_after < time <= t_to`` (a half-open range)."""
-        self._unit.inward(t_after, "t_after")
-        self._unit.inward(t_to, "t_to")
-        return self._range(t_after, t_to, after=True)
+        lo, hi = self._unit.inward(t_after, "t_after"), self._unit.inward(t_to, "t_to")
+        self._needs(SubWindow, _RANGE_QUERY)
+        return self._range(lo, hi, after=True)
 
-    def _range(self, t_from, t_to, after):
-        self._needs(SubWindow, "range query; use 'fiba', 'flatfat', 'b_int' or 'flatfit'")
-        lo = None if t_from is None else self._unit.inward(t_from, "t_after" if after else "t_from")
-        hi = None if t_to is None else self._unit.inward(t_to, "t_to")
+    def _range(self, lo, hi, after):
+        """The lowered aggregate between ``lo`` and ``hi`` (times in the unit; None: open)."""
         if not len(self):
             return self.monoid.lower(self.monoid.identity)
         if self._keyed:

@@ -81,8 +81,9 @@ class Holes:
     def compact(self, agg) -> None:
         """Move the live items together (the holes go) in one pass."""
         alive = np.ones(size(agg._state), dtype=np.bool_)
+        oldest = first(agg._state)
         for hole in self.positions:
-            alive[hole - first(agg._state)] = False
+            alive[hole - oldest] = False
         agg._state = agg._funcs.compact(agg._bufs, agg._state, alive)
         agg._times.keep(alive)
         self.positions = []
