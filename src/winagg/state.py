@@ -56,7 +56,8 @@ def limit(st) -> int:
     return st[0]
 
 
-PYTHON = SimpleNamespace(size=size, first=first, end=end, capacity=capacity, full=full, free_entries=free_entries, limit=limit)
+PYTHON = SimpleNamespace(size=size, first=first, end=end, capacity=capacity, full=full, free_entries=free_entries,
+                         limit=limit)
 #: The same accessors for compiled loops, inlined: no call in the loop.
 COMPILED = SimpleNamespace(**{name: jitcache.njit(inline="always")(function)
                               for name, function in vars(PYTHON).items()})

@@ -72,7 +72,8 @@ def _same_partial(a, b) -> bool:
 
 
 def check_invariants(agg) -> None:
-    """Assert FiBA's invariants in ``agg`` (a :class:`winagg.aggregator.Aggregator` of FiBA): arity bounds, sorted keys, equal leaf depth, parent and spine
+    """Assert FiBA's invariants in ``agg`` (a :class:`winagg.aggregator.Aggregator` of FiBA):
+    arity bounds, sorted keys, equal leaf depth, parent and spine
     pointers, fingers, and every stored aggregate (and count, and the local aggregate of each
     internal node on one spine) equal to the fold it stands for."""
     b, monoid, mu = agg._bufs, agg.monoid, agg.options["min_arity"]
