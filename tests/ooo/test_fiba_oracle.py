@@ -195,7 +195,7 @@ def test_times_are_numbers_or_datetimes_and_other_objects_are_refused():
 # ---------------------------------------------------------------- compiled, against the oracle
 # Each case compiles the whole tree once (cached on disk afterwards), so there are two: scalar
 # partials (compiled without the runtime) and vector partials, both with the native bulk operations,
-# with the registry's default options: the trees winagg.Window and Spark's streaming windows compile
+# with the registry's default options: the trees winagg.Window and Spark's hopping windows compile
 # too, so the suite compiles each once (a tree of min arity 2, which only this test used, cost about
 # 35 s a case). The other arities and the classic and loop variants are the same source, checked
 # above in Python for every variant; with up to 300 distinct times a script can make a tree four

@@ -139,3 +139,77 @@ def test_a_killed_stream_resumes_from_its_checkpoint_on_a_two_executor_cluster(t
     batch_rows = pd.read_parquet(batch_out)
     assert len(batch_rows) == 480
     _assert_frames_equal(stream_rows, batch_rows, ["max_delay", "n", "total", "mean_delay", "trail"])
+
+
+# ---------------------------------------------------------------- one key's state, without Spark
+def _fold(monoid, items):
+    partial = monoid.identity
+    for item in items:
+        partial = monoid.combine(partial, monoid.lift(item))
+    return monoid.lower(partial)
+
+
+def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batches():
+    """Events arrive up to 5 minutes out of order, with peers, NaN and None, in eight micro-batches,
+    the state pickled between them; each event's answers equal a fold over its window's events."""
+    import math
+    import pickle
+
+    from pyspark import cloudpickle
+
+    from winagg import aggregations
+    from winagg.spark.partition import Output, result_type
+    from winagg.spark.streaming import _KeyState
+
+    rng = np.random.default_rng(3)
+    n = 300
+    times = np.sort(rng.integers(0, 3000, n)) * 1_000_000  # microseconds, many peers
+    arrival = np.argsort(times + rng.integers(-300, 300, n) * 1_000_000, kind="stable")
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.1] = np.nan
+    tags = rng.choice(np.array(["a", "b", "c", None], dtype=object), n)
+    events = pd.DataFrame({"id": np.arange(n), "ts": pd.to_datetime(times, unit="us", utc=True), "v": values,
+                           "d": tags})
+    schema = pa.schema([("v", pa.float64()), ("d", pa.string())])
+    wanted = [("count", "v", 600), ("mean", "v", 600), ("max", "v", 900), ("stddev", "v", 600), ("hll", "d", 900)]
+    outputs = [Output(name, column, aggregations.get(name), result_type(aggregations.get(name), schema.field(column).type))
+               for name, column, _ in wanted]
+    state = _KeyState(outputs, [seconds * 1_000_000 for *_, seconds in wanted], "ts", schema)
+    answered, watermark = [], -math.inf
+    for part in np.array_split(arrival, 8):
+        state.add(events.iloc[part].reset_index(drop=True))
+        watermark = max(watermark, times[part].min())  # nothing of this micro-batch is behind it
+        done = state.close(watermark)
+        if done is not None:
+            assert (_micro(done["ts"]) < watermark).all()
+            answered.append(done)
+        state = pickle.loads(cloudpickle.dumps(state))
+    answered.append(state.close(np.iinfo(np.int64).max))
+    got = pd.concat(answered).set_index("id").sort_index()
+    assert got.index.tolist() == list(range(n))  # each event once
+    for name, column, seconds in wanted:
+        monoid = aggregations.get(name)
+        for i in range(n):
+            inside = (times >= times[i] - seconds * 1_000_000) & (times <= times[i])
+            items = [x for x in events[column][inside] if x is not None and not (isinstance(x, float) and math.isnan(x))]
+            want = _fold(monoid, items) if items or name == "count" else None
+            if isinstance(want, float) and math.isnan(want):
+                want = None
+            if want is None:
+                assert got.loc[i, name] is None, (name, i)
+            else:
+                assert got.loc[i, name] == pytest.approx(want, rel=1e-9), (name, i)
+
+
+def _micro(stamps: pd.Series) -> np.ndarray:
+    return stamps.dt.tz_convert(None).astype("datetime64[us]").astype(np.int64).to_numpy()
+
+
+def test_a_keys_state_of_another_layout_is_refused_by_name():
+    from winagg.spark.streaming import SparkInputError, _checked
+
+    class Old:  # a state pickled before the format was kept
+        pass
+
+    with pytest.raises(SparkInputError, match="state format 1.*new checkpoint"):
+        _checked(Old())

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -138,11 +138,23 @@ class _FrameWindow:
     frame are in the window, the times of a range frame's items) is kept apart from it.
     """
 
-    def __init__(self, driver, frame: Frame, time_dtype):
-        self.driver = driver
-        self.state = driver.init(16)
+    def __init__(self, source: "_DriverSource", frame: Frame, time_dtype):
+        self.source = source
+        self.driver = source.build()
+        self.state = self.driver.init(16)
         self.rows = frame.rows is not None
         self.frames = RowFrames(frame.rows) if self.rows else RangeFrames(frame.span, time_dtype)
+
+    # A streaming key keeps its windows between micro-batches as pickled state: the compiled
+    # driver is not state, and the process that loads the window looks it up again.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["driver"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.driver = self.source.build()
 
     def step(self, values, valid, reset, group_start, times):
         if self.rows:
@@ -171,12 +183,15 @@ class PartitionWindows:
         self.keys, self.order, self.frame = list(keys), order, frame
         self.outputs, self.algorithm = list(outputs), algorithm
 
-    # The per-call state lives in a fresh _Run, so one instance serves many partitions.
+    # The per-call state lives in a fresh PartitionRun, so one instance serves many partitions.
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _Run(self).batches(batches)
+        return PartitionRun(self).batches(batches)
 
 
-class _Run:
+class PartitionRun:
+    """One pass of :class:`PartitionWindows` over a partition's batches, its windows carried
+    from batch to batch (and, pickled, from one process to another)."""
+
     def __init__(self, spec: PartitionWindows):
         self.spec = spec
         self.windows: dict = {}
@@ -197,6 +212,11 @@ class _Run:
             self.held = None
             if done is not None:
                 yield done
+
+    def complete(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with the outputs, when no later row can be a peer of its last (a range frame
+        holds back nothing): the streaming windows' step once the watermark has passed it."""
+        return self._process(batch, final=True)
 
     def _flags(self, batch):
         spec = self.spec
@@ -328,8 +348,23 @@ def _make_window(output: Output, input_type: pa.DataType, spec: PartitionWindows
         time_dtype = np.float64 if isinstance(spec.frame.span, float) else np.int64
     if compiled is not None:
         prepare = _key_values if keyed else _numeric_values
-        return _FrameWindow(compiled_driver(info(name), compiled), spec.frame, time_dtype), prepare
-    return _FrameWindow(python_driver(info(name), output.monoid), spec.frame, time_dtype), _python_values
+        source = _DriverSource(name, output.monoid, np.dtype(np.int64) if integral else np.dtype(np.float64))
+        return _FrameWindow(source, spec.frame, time_dtype), prepare
+    return _FrameWindow(_DriverSource(name, output.monoid, None), spec.frame, time_dtype), _python_values
+
+
+class _DriverSource(NamedTuple):
+    """What a window's driver is made from: ``algorithm`` over ``monoid``, compiled for
+    ``dtype`` values, or in plain Python when ``dtype`` is None."""
+
+    algorithm: str
+    monoid: Any
+    dtype: Optional[np.dtype]
+
+    def build(self):
+        if self.dtype is None:
+            return python_driver(info(self.algorithm), self.monoid)
+        return compiled_driver(info(self.algorithm), self.monoid.compiled_for(self.dtype))
 
 
 def _python_values(column: pa.Array) -> np.ndarray:

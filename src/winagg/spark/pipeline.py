@@ -399,16 +399,8 @@ def warm_up(config: PipelineConfig) -> None:
         monoid = aggregations.get(aggregation)
         column = "v" if role == "value" else "d"
         outputs.append(Output(name, column, monoid, result_type(monoid, table.schema.field(column).type)))
-    if config.stream:
-        from .streaming import _KeyState, compile_kernels
-
-        compile_kernels(outputs)  # what the Python workers run, with the compaction of pickled states
-        state = _KeyState(outputs, [3_600_000_000] * len(outputs), {"d"})
-        frame = table.to_pandas()
-        state.add(frame, times.as_unit("us").asi8, outputs)
-        state.close(np.iinfo(np.int64).max // 2, outputs, "t")
-    else:
-        list(PartitionWindows(["k"], "t", Frame(span=3_600_000_000), outputs)(iter(table.to_batches())))
+    # the batch job's range frames: the streaming job's keys run the same kernels
+    list(PartitionWindows(["k"], "t", Frame(span=3_600_000_000), outputs)(iter(table.to_batches())))
 
 
 

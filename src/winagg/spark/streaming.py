@@ -1,19 +1,19 @@
-"""Sliding windows in Spark Structured Streaming: one FiBA-backed window per key as Spark state.
+"""Sliding windows in Spark Structured Streaming: the batch job's windows per key, as Spark state.
 
 :func:`sliding_stream` is the streaming twin of :func:`winagg.spark.sliding`
 with a range frame: every event gets the aggregate of its key's events with
 time in ``[t - range, t]`` (peers included), the same numbers the batch job
-gives on the same data. Micro-batches arrive out of order and in bursts, so
-each key keeps a :class:`winagg.Window` per aggregation (a FiBA tree: bulk
-insert of the micro-batch, bulk eviction of what the watermark expires) in a
+gives on the same data. Micro-batches arrive out of order and in bursts; each
+key keeps its events until the watermark passes them and then runs them, in
+time order, through the batch job's in-order windows and compiled kernels,
+whose state (with the events still waiting) lives in a
 ``transformWithStateInPandas`` value state, checkpointed by Spark.
 
 An event's result is final once the watermark has passed its time (no event
 of that time or older can still be accepted), so results are emitted then,
 from the micro-batch that moves the watermark or from an event-time timer.
 Events older than the watermark when they arrive are dropped and counted, as
-are events without a time: see :class:`DroppedEvents`.
-"""
+are events without a time: see :class:`DroppedEvents`."""
 
 from __future__ import annotations
 
@@ -27,91 +27,112 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import aggregations
-from ..window import Window
 from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, _span
-from .partition import Output, _key_values, compiled_plan, empty_is_null
+from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan
+
+
+#: The layout of a key's pickled state: a checkpoint written with another is refused by name.
+STATE_FORMAT = 2
+#: The event time inside a key's windows (int64 microseconds), apart from the event's own columns.
+_TIME = "__winagg_time"
 
 
 class _KeyState:
-    """What one key keeps between micro-batches (pickled into Spark's state store)."""
+    """What one key keeps between micro-batches (pickled into Spark's state store): its events
+    whose results are not final yet and, per window length, the batch job's range-frame windows.
 
-    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], keyed_columns: set):
-        # Windows take closed-open (t - size, t]; integer microseconds make [t - span, t] that.
-        self.windows = [Window(o.monoid, size=span + 1, allowed_lateness=math.inf)
-                        for o, span in zip(outputs, spans_us)]
-        # the non-null values of each input column in each window length (null when none)
-        self.counts = {(o.column, span): Window("count", size=span + 1, allowed_lateness=math.inf)
-                       for o, span in zip(outputs, spans_us)}
-        self.spans_us = list(spans_us)
-        self.keyed_columns = keyed_columns
-        self.pending: Optional[pd.DataFrame] = None  # events whose window is not final yet
+    An event's result is final once the watermark has passed its time. Every event that
+    arrives later is at or after the watermark, so the events that became final, sorted by
+    time, continue the key's timeline where the previous ones stopped: they run through the
+    in-order windows and compiled kernels of :func:`winagg.spark.sliding`
+    (:class:`~winagg.spark.partition.PartitionWindows`), whose state carries over from one
+    micro-batch to the next.
+    """
+
+    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], time_column: str,
+                 input_schema: pa.Schema):
+        self.format = STATE_FORMAT
+        self.time_column = time_column
+        self.input_schema = input_schema  # the columns the outputs read, typed as the batch job reads them
+        by_span: dict = {}
+        for output, span in zip(outputs, spans_us):
+            by_span.setdefault(int(span), []).append(output)
+        self.runs = [PartitionRun(PartitionWindows([], _TIME, Frame(span=span), grouped))
+                     for span, grouped in by_span.items()]
+        self.pending: Optional[pd.DataFrame] = None
         self.dropped = 0
 
-    def add(self, events: pd.DataFrame, times: np.ndarray, outputs) -> None:
-        for window, output in zip(self.windows, outputs):
-            window.push_batch(times, self._values(events[output.column], output))
-        for (column, _), window in self.counts.items():
-            window.push_batch(times, self._values(events[column], None))
+    def add(self, events: pd.DataFrame) -> None:
         self.pending = events if self.pending is None else pd.concat([self.pending, events], ignore_index=True)
 
-    def _values(self, column: pd.Series, output: Optional[Output]):
-        if output is not None and column.name in self.keyed_columns:
-            return _key_values(pa.array(column, from_pandas=True)).astype(np.float64)
-        if output is None or not isinstance(output.monoid, aggregations.Aggregation) or \
-                output.monoid.compiled_for(np.dtype(np.float64)) is None:
-            if output is None:  # the count of non-null values
-                return column.isna().map({True: np.nan, False: 1.0}).to_numpy(np.float64)
-            return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
-                    for v in column.astype(object).where(column.notna(), None)]
-        return pd.to_numeric(column, errors="coerce").to_numpy(np.float64, na_value=np.nan)
-
-    def close(self, watermark_us, outputs, time_column) -> Optional[pd.DataFrame]:
-        """Advance every window to the watermark; the pending events that became final, with results."""
-        answers = [{r.end: r.value for r in w.advance_watermark(watermark_us)} for w in self.windows]
-        counts = {c: {r.end: r.value for r in w.advance_watermark(watermark_us)} for c, w in self.counts.items()}
-        if self.pending is None:
+    def close(self, watermark_us) -> Optional[pd.DataFrame]:
+        """The pending events that became final at the watermark, in time order, with their results."""
+        if self.pending is None or not len(self.pending):
             return None
-        times = _micros(self.pending[time_column])
+        times = _micros(self.pending[self.time_column])
         final = times < watermark_us
         if not final.any():
             return None
-        done, self.pending = self.pending[final].copy(), self.pending[~final].reset_index(drop=True)
-        done_times = times[final]
-        for output, answer, span in zip(outputs, answers, self.spans_us):
-            non_null = counts[(output.column, span)]
-            null_when_empty = empty_is_null(output.monoid)
-            column = []
-            for t in done_times.tolist():
-                value = answer.get(t)
-                if (null_when_empty and not non_null.get(t)) or (isinstance(value, float) and math.isnan(value)):
-                    value = None
-                column.append(value)
-            done[output.name] = pd.Series(column, index=done.index, dtype=object)
-        return done.reset_index(drop=True)
+        order = np.argsort(times[final], kind="stable")
+        done = self.pending[final].iloc[order].reset_index(drop=True)
+        self.pending = self.pending[~final].reset_index(drop=True)
+        columns = [pa.array(times[final][order], pa.int64())]
+        columns += [pa.Array.from_pandas(done[f.name], type=f.type) for f in self.input_schema]
+        batch = pa.RecordBatch.from_arrays(columns, names=[_TIME] + self.input_schema.names)
+        for run in self.runs:
+            answered = run.complete(batch)
+            for output in run.spec.outputs:
+                done[output.name] = pd.Series(answered.column(output.name).to_pylist(), dtype=object)
+        return done
 
 
-def compile_kernels(outputs: Sequence[Output], hopping: bool = False) -> None:
-    """Compile (or load from numba's disk cache) every kernel the streaming windows of ``outputs`` run.
+def _checked(key_state):
+    """``key_state`` if this winagg reads its layout; a clear error otherwise."""
+    found = getattr(key_state, "format", 1)
+    if found != STATE_FORMAT:
+        raise SparkInputError(f"this checkpoint keeps its keys' windows in state format {found}, this winagg "
+                              f"reads format {STATE_FORMAT}: start the query from a new checkpoint")
+    return key_state
 
-    Called on the driver before a query starts: Spark's Python workers then load
-    the kernels from the disk cache instead of each compiling the same ones at the
-    same time (in local mode they share this machine's cache). Per-event and
-    hopping windows run the same kernels: FiBA's batch step over float64 times
-    and the compaction that pickling a state runs. ``hopping`` windows kept as
-    panes (count, sum, mean, max, min) also run sum, max and min over panes; a
-    per-event query does not compile those (each is a FiBA tree of its own, about
-    half a minute on a 2-core machine).
+
+def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], time_column: str,
+                      input_schema: pa.Schema) -> None:
+    """Compile (or load from numba's disk cache) the kernels a per-event stream's keys run: those
+    of the batch job's range frames, over two events without values.
+
+    Called on the driver before a query starts: Spark's Python workers then load the kernels from
+    the disk cache instead of each compiling the same ones at the same time (in local mode they
+    share this machine's cache). After a batch run over the same columns it compiles nothing.
+    """
+    events = pa.table([pa.array([0, 1], pa.timestamp("us", "UTC"))]
+                      + [pa.nulls(2, f.type) for f in input_schema if f.name != time_column],
+                      names=[time_column] + [n for n in input_schema.names if n != time_column]).to_pandas()
+    key_state = _KeyState(outputs, spans_us, time_column, input_schema)
+    key_state.add(events)
+    key_state.close(np.iinfo(np.int64).max)
+
+
+def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
+    """Compile (or load from numba's disk cache) every kernel hopping windows of ``outputs`` run.
+
+    Called on the driver before a query starts, for the reason :func:`warm_up_key_state`
+    gives. Hopping windows kept per key run FiBA's batch step over float64 times and the
+    compaction that pickling a state runs, for every output and the non-null counts; kept as
+    panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes
+    only. Each is a FiBA tree of its own, about half a minute on a 2-core machine.
     """
     from ..range_batches import batch_kernel, compact_kernel
 
     from .hopping import pane_combiners
 
-    specs = {s.key: s for s in [aggregations.get("count").compiled_for(np.dtype(np.float64))]
-             + [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
-                if isinstance(o.monoid, aggregations.Aggregation)]
-             + (pane_combiners(outputs) if hopping else []) if s is not None}
+    if panes:
+        specs = pane_combiners(outputs)
+    else:
+        specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
+        specs += [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
+                  if isinstance(o.monoid, aggregations.Aggregation)]
     empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
-    for spec in specs.values():
+    for spec in {s.key: s for s in specs if s is not None}.values():
         kernel, fresh = batch_kernel(spec, "float64")
         bufs, st = fresh()
         kernel(bufs, st, empty, empty, none, empty, empty, False, np.float64(0))
@@ -140,22 +161,20 @@ def _processor_class():
 
         def _load(self) -> _KeyState:
             if self.state.exists():
-                return pickle.loads(zlib.decompress(self.state.get()[0]))
+                return _checked(pickle.loads(zlib.decompress(self.state.get()[0])))
             c = self.config
-            return _KeyState(c["outputs"], c["spans_us"], c["keyed_columns"])
+            return _KeyState(c["outputs"], c["spans_us"], c["time"], c["input_schema"])
 
         def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
             c = self.config
-            done = key_state.close(watermark_ms * 1000 if watermark_ms > 0 else -math.inf, c["outputs"],
-                                   c["time"])
+            done = key_state.close(watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             if key_state.pending is not None and len(key_state.pending):
                 # fires once the watermark (ms) reaches past the oldest pending time (us)
                 oldest = int(_micros(key_state.pending[c["time"]]).min())
                 self.handle.registerTimer(oldest // 1000 + 1)
-            # A Window pickles its tree sized for what it holds; HyperLogLog registers are
-            # mostly zeros, so compression still shrinks the state several times.
+            # HyperLogLog registers are mostly zeros: compression shrinks the state several times.
             # cloudpickle: a user monoid's functions may come from a module this process cannot
             # import (shipped by value with the processor); plain pickle would refer to them by name.
             blob = cloudpickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL)
@@ -175,14 +194,9 @@ def _processor_class():
             key_state.dropped += int(untimed.sum() + late.sum())
             if c["dropped"] is not None and (untimed.any() or late.any()):
                 c["dropped"].add(int(untimed.sum() + late.sum()))
-            # results due at the current watermark come before the new events, which cannot change them
-            yield from self._finish_then_add(key_state, watermark_ms, events[~late].reset_index(drop=True),
-                                             times[~late])
-
-        def _finish_then_add(self, key_state, watermark_ms, events, times):
-            c = self.config
-            if len(events):
-                key_state.add(events, times, c["outputs"])
+            # the new events are at or after the watermark: none is final yet, and none changes a result that is
+            if not late.all():
+                key_state.add(events[~late].reset_index(drop=True))
             yield from self._finish(key_state, watermark_ms)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
@@ -251,7 +265,6 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
-    compile_kernels(outputs, hopping=slide is not None)
     if slide is not None:
         return _hopping_stream(df, keys, order_by, range, slide, outputs, lateness)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
@@ -259,13 +272,13 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if missing:
         raise SparkInputError(f"range gives no range for the output column {missing[0]!r}")
     spans_us = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
-    keyed = {o.column for o in outputs
-             if compiled_plan(o.monoid, _arrow_input_type(df, o.column))[1]}
+    input_schema = pa.schema([pa.field(c, _arrow_input_type(df, c)) for c in dict.fromkeys(o.column for o in outputs)])
+    warm_up_key_state(outputs, spans_us, order_by, input_schema)
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
     config = {"outputs": outputs, "spans_us": spans_us, "time": order_by, "columns": columns,
-              "keyed_columns": keyed, "dropped": accumulator}
+              "input_schema": input_schema, "dropped": accumulator}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
     stream = _watermarked(df, order_by, lateness).groupBy(*keys).transformWithStateInPandas(
@@ -500,6 +513,7 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     from .hopping import pane_parts
 
     parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
+    compile_kernels(outputs, panes=parts is not None)
     if parts is not None:
         return _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type,
                             KEY_BUCKETS)
