@@ -13,7 +13,8 @@ An event's result is final once the watermark has passed its time (no event
 of that time or older can still be accepted), so results are emitted then,
 from the micro-batch that moves the watermark or from an event-time timer.
 Events older than the watermark when they arrive are dropped and counted, as
-are events without a time: see :class:`DroppedEvents`."""
+are events without a time: see :class:`DroppedEvents`.
+"""
 
 from __future__ import annotations
 
