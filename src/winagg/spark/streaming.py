@@ -141,9 +141,13 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
 
 
 def _micros(times: pd.Series) -> np.ndarray:
-    """Event times as int64 microseconds since the epoch (timestamps with or without a zone)."""
-    values = pd.to_datetime(times, utc=True)
-    return values.dt.tz_localize(None).astype("datetime64[us]").astype(np.int64).to_numpy()
+    """Event times as int64 microseconds since the epoch (timestamps with or without a zone; without
+    one, the time is read as UTC, as the session's time zone is)."""
+    if isinstance(times.dtype, pd.DatetimeTZDtype):
+        times = times.dt.tz_convert("UTC").dt.tz_localize(None)
+    elif times.dtype.kind != "M":  # pd.to_datetime scans a datetime64 column's values first: skipped when typed
+        times = pd.to_datetime(times, utc=True).dt.tz_localize(None)
+    return times.to_numpy("datetime64[us]").astype(np.int64)
 
 
 def _processor_class():
