@@ -213,3 +213,26 @@ def test_a_keys_state_of_another_layout_is_refused_by_name():
 
     with pytest.raises(SparkInputError, match="state format 1.*new checkpoint"):
         _checked(Old())
+
+
+def test_a_keys_state_runs_the_kernels_of_the_batch_job():
+    """After the batch job's range frames ran over the same columns, a key's state builds no new kernel:
+    neither a driver nor a FiBA batch step (the kernels of time-keyed windows)."""
+    from winagg import aggregations, driver, range_batches
+    from winagg.spark.partition import Frame, Output, PartitionWindows, result_type
+    from winagg.spark.streaming import _KeyState
+
+    schema = pa.schema([("v", pa.float64())])
+    outputs = [Output(name, "v", aggregations.get(name), result_type(aggregations.get(name), pa.float64()))
+               for name in ("mean", "max")]
+    stamps = pa.array([0, 5_000_000, 9_000_000], pa.timestamp("us", "UTC"))
+    table = pa.table({"k": ["a", "a", "a"], "ts": stamps, "v": [1.0, None, 4.0]})
+    batch_rows = pa.Table.from_batches(list(PartitionWindows(["k"], "ts", Frame(span=6_000_000), outputs)(
+        iter(table.to_batches())))).to_pandas()
+    built = set(driver._compiled), set(range_batches._KERNELS)
+    state = _KeyState(outputs, [6_000_000, 6_000_000], "ts", schema)
+    state.add(table.select(["ts", "v"]).to_pandas())
+    done = state.close(np.iinfo(np.int64).max)
+    assert (set(driver._compiled), set(range_batches._KERNELS)) == built
+    assert done["mean"].tolist() == batch_rows["mean"].tolist() == [1.0, 1.0, 4.0]
+    assert done["max"].tolist() == batch_rows["max"].tolist() == [1.0, 1.0, 4.0]
