@@ -25,7 +25,10 @@ run by run; each method runs once on a small input first (JVM code, Python
 workers, numba kernels). State per key is read from the last micro-batch's
 progress: ``state_rows`` (Spark's numRowsTotal) and ``state_bytes``, the
 RocksDB SST files' size (the committed state, compressed as Spark stores it),
-divided by the keys.
+divided by the keys. ``trigger_ms_median`` is the median wall time of a
+micro-batch that read events, over every run of the point, and
+``state_commit_ms_median`` the part of it the stateful operators spent
+committing their state.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ DEFAULTS = dict(aggs=("mean", "max"), rounds=0, budget=0.0, out="results/stream"
 QUICK = dict(repeat=1, stream_events=20_000, stream_keys=(16,), stream_slides=("1 hour", "1 minute"), stream_files=2)
 COLUMNS = ("keys", "slide", "method", "events", "seconds", "min_seconds", "max_seconds", "repeats",
            "events_per_second", "speedup_vs_native", "output_rows", "state_rows_per_key", "state_bytes_per_key",
-           "state_vs_native", "size", "hours", "files", "lateness", "load", "master", "spark", "cpu", "cores",
-           "python", "numba", "numpy", "platform", "command")
+           "state_vs_native", "trigger_ms_median", "state_commit_ms_median", "size", "hours", "files", "lateness",
+           "load", "master", "spark", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
 NATIVE_AGGS = {"mean": "avg", "max": "max"}
 
 
@@ -147,6 +150,16 @@ def _state(progress: dict) -> tuple:
     return rows, size
 
 
+def batch_figures(progress: list) -> dict:
+    """Medians over the micro-batches that read events: wall milliseconds of a trigger (Spark's
+    triggerExecution) and of the stateful operators' state commits (their commitTimeMs)."""
+    busy = [p for p in progress if p.get("numInputRows")]
+    triggers = [p.get("durationMs", {}).get("triggerExecution", 0) for p in busy]
+    commits = [sum(o.get("commitTimeMs", 0) for o in p.get("stateOperators", [])) for p in busy]
+    return {"trigger_ms": statistics.median(triggers) if busy else 0.0,
+            "commit_ms": statistics.median(commits) if busy else 0.0}
+
+
 def run_once(spark, source: Path, method: str, cfg, slide, scratch: Path) -> dict:
     """One query to the end of its input: wall seconds, output rows, state after the last batch."""
     checkpoint = Path(tempfile.mkdtemp(prefix="ck-", dir=scratch))
@@ -162,7 +175,8 @@ def run_once(spark, source: Path, method: str, cfg, slide, scratch: Path) -> dic
     output = sum(max(p.get("sink", {}).get("numOutputRows", 0) or 0, 0) for p in history)
     rows, size = _state(history[-1]) if history else (0, 0)
     shutil.rmtree(checkpoint, ignore_errors=True)
-    return {"seconds": seconds, "output_rows": output, "state_rows": rows, "state_bytes": size}
+    return {"seconds": seconds, "output_rows": output, "state_rows": rows, "state_bytes": size,
+            **batch_figures(history)}
 
 
 def _warm_up(spark, cfg, scratch: Path) -> None:
@@ -211,7 +225,9 @@ def _measure(spark, cfg, scratch: Path, extra) -> list:
             max_seconds=round(max(seconds), 3), repeats=len(results),
             events_per_second=round(cfg["stream_events"] / statistics.median(seconds)),
             output_rows=last["output_rows"], state_rows_per_key=round(last["state_rows"] / keys, 2),
-            state_bytes_per_key=round(last["state_bytes"] / keys, 1), size=cfg["stream_size"],
+            state_bytes_per_key=round(last["state_bytes"] / keys, 1),
+            trigger_ms_median=statistics.median(r["trigger_ms"] for r in results),
+            state_commit_ms_median=statistics.median(r["commit_ms"] for r in results), size=cfg["stream_size"],
             hours=cfg["stream_hours"], files=cfg["stream_files"], lateness=cfg["stream_lateness"],
             load=max(r["load"] for r in results), **extra))
     _ratios(table)
