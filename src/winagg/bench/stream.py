@@ -33,7 +33,6 @@ committing their state.
 
 from __future__ import annotations
 
-import math
 import shutil
 import statistics
 import tempfile
