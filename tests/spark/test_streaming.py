@@ -151,7 +151,9 @@ def _fold(monoid, items):
 
 def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batches():
     """Events arrive up to 5 minutes out of order, with peers, NaN and None, in eight micro-batches,
-    the state pickled between them; each event's answers equal a fold over its window's events."""
+    the state pickled between them, the watermark 4 minutes behind the latest time seen; events
+    behind it are dropped, as the processor drops them. Each kept event's answers equal a fold
+    over its window's kept events."""
     import math
     import pickle
 
@@ -172,13 +174,15 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
                            "d": tags})
     schema = pa.schema([("v", pa.float64()), ("d", pa.string())])
     wanted = [("count", "v", 600), ("mean", "v", 600), ("max", "v", 900), ("stddev", "v", 600), ("hll", "d", 900)]
-    outputs = [Output(name, column, aggregations.get(name), result_type(aggregations.get(name), schema.field(column).type))
-               for name, column, _ in wanted]
+    outputs = [Output(name, column, aggregations.get(name),
+                      result_type(aggregations.get(name), schema.field(column).type)) for name, column, _ in wanted]
     state = _KeyState(outputs, [seconds * 1_000_000 for *_, seconds in wanted], "ts", schema)
-    answered, watermark = [], -math.inf
+    answered, watermark, kept = [], -math.inf, np.ones(n, bool)
     for part in np.array_split(arrival, 8):
-        state.add(events.iloc[part].reset_index(drop=True))
-        watermark = max(watermark, times[part].min())  # nothing of this micro-batch is behind it
+        late = times[part] < watermark
+        kept[part[late]] = False
+        state.add(events.iloc[part[~late]].reset_index(drop=True))
+        watermark = max(watermark, times[part].max() - 240_000_000)
         done = state.close(watermark)
         if done is not None:
             assert (_micro(done["ts"]) < watermark).all()
@@ -186,12 +190,14 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
         state = pickle.loads(cloudpickle.dumps(state))
     answered.append(state.close(np.iinfo(np.int64).max))
     got = pd.concat(answered).set_index("id").sort_index()
-    assert got.index.tolist() == list(range(n))  # each event once
+    assert 0 < (~kept).sum() < n // 4  # some events were late
+    assert got.index.tolist() == np.flatnonzero(kept).tolist()  # each kept event once
     for name, column, seconds in wanted:
         monoid = aggregations.get(name)
-        for i in range(n):
-            inside = (times >= times[i] - seconds * 1_000_000) & (times <= times[i])
-            items = [x for x in events[column][inside] if x is not None and not (isinstance(x, float) and math.isnan(x))]
+        for i in np.flatnonzero(kept):
+            inside = kept & (times >= times[i] - seconds * 1_000_000) & (times <= times[i])
+            items = [x for x in events[column][inside]
+                     if x is not None and not (isinstance(x, float) and math.isnan(x))]
             want = _fold(monoid, items) if items or name == "count" else None
             if isinstance(want, float) and math.isnan(want):
                 want = None
