@@ -16,7 +16,7 @@ settings.register_profile("default", max_examples=6, stateful_step_count=25, **_
 settings.register_profile("deep", max_examples=60, stateful_step_count=50, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-#: Tests of a minute or more (clusters, Spark subprocesses, the shipped environment, FiBA compiles), by node
+#: Tests of a minute or more (clusters, Spark subprocesses, the shipped environment), by node
 #: id prefix, in the order they start. They run first: xdist's worksteal gives each worker a
 #: contiguous part of the run and lets an idle worker take queued tests, never a running one,
 #: so a long test started last would end the run with the other worker idle.
@@ -26,9 +26,6 @@ LONG_FIRST = (
     "tests/spark/test_hopping.py::test_one_key_fed_out_of_order",
     "tests/spark/test_batch.py::test_a_monoid_from_a_module_only",
     "tests/test_docs.py::test_python_examples_run[docs/guide/spark.md]",
-    # the first to compile FiBA trees of their aggregations (about 30-45 s a tree)
-    "tests/spark/test_hopping.py::test_batch_hopping_windows_equal_spark_window",
-    "tests/test_docs.py::test_python_examples_run[docs/guide/windows.md]",
 )
 
 
