@@ -54,6 +54,24 @@ def _compiled_spec(monoid):
     return monoid.compiled_for(np.dtype(np.float64))
 
 
+#: The layout of a key's pickled hopping windows (2: a mean's tree holds sums): a checkpoint written
+#: with another is refused by name.
+TREES_FORMAT = 2
+
+
+def _mean_from_sums(monoid) -> bool:
+    """A compiled mean is answered from a tree of sums and its column's non-null counts: one FiBA
+    tree fewer to compile (a mean's own tree keeps the same sum beside a count)."""
+    return type(monoid) is aggregations.Mean and _compiled_spec(monoid) is not None
+
+
+def tree_spec(monoid):
+    """The compiled description of the tree that answers ``monoid`` (None: a Python tree)."""
+    if _mean_from_sums(monoid):
+        return _compiled_spec(aggregations.get("sum"))
+    return _compiled_spec(monoid)
+
+
 class _CompiledTree:
     """A built-in aggregation's FiBA tree in a numba kernel.
 
@@ -128,6 +146,7 @@ class HoppingWindows:
     """
 
     def __init__(self, outputs: Sequence[Output], size: int, slide: int, keyed_columns=frozenset()):
+        self.format = TREES_FORMAT
         self.outputs, self.size, self.slide = list(outputs), int(size), int(slide)
         self.pane = math.gcd(self.size, self.slide)
         self.keyed_columns = set(keyed_columns)
@@ -140,7 +159,7 @@ class HoppingWindows:
         self.seen = 0  # rows inserted so far (positions for argmin/argmax-like aggregations)
 
     def _tree(self, monoid):
-        spec = _compiled_spec(monoid)
+        spec = tree_spec(monoid)
         # rows of one pane combine into one entry only if their order does not matter
         rounding = self.pane if monoid.commutative else 1
         return _CompiledTree(spec, rounding) if spec is not None else _PythonTree(monoid, rounding)
@@ -154,10 +173,16 @@ class HoppingWindows:
 
     def bind(self, outputs: Sequence[Output]) -> "HoppingWindows":
         """Give an unpickled state its outputs (those it was made with) back; returns it."""
+        found = getattr(self, "format", 1)
+        if found != TREES_FORMAT:
+            from .batch import SparkInputError
+
+            raise SparkInputError(f"this checkpoint keeps its keys' hopping windows in state format {found}, this "
+                                  f"winagg reads format {TREES_FORMAT}: start the query from a new checkpoint")
         self.outputs = list(outputs)
         for tree, output in zip(self.trees, self.outputs):
             if isinstance(tree, _CompiledTree):
-                tree.spec = _compiled_spec(output.monoid)
+                tree.spec = tree_spec(output.monoid)
         for tree in self.non_null.values():
             tree.spec = _compiled_spec(aggregations.get("count"))
         return self
@@ -206,6 +231,9 @@ class HoppingWindows:
         columns = [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
         for output, out in zip(self.outputs, results):
             non_null = counts.get(output.column, np.ones(len(ks), np.int64))
+            if _mean_from_sums(output.monoid):
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out = out / non_null  # 0 / 0 where a window has no value: null below
             columns.append(_to_arrow(out, np.asarray(non_null, np.int64), output, None))
         return pa.Table.from_arrays(columns, names=list(WINDOW_COLUMNS) + [o.name for o in self.outputs])
 

@@ -124,14 +124,13 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     """
     from ..range_batches import batch_kernel, compact_kernel
 
-    from .hopping import pane_combiners
+    from .hopping import pane_combiners, tree_spec
 
     if panes:
         specs = pane_combiners(outputs)
     else:
         specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
-        specs += [o.monoid.compiled_for(np.dtype(np.float64)) for o in outputs
-                  if isinstance(o.monoid, aggregations.Aggregation)]
+        specs += [tree_spec(o.monoid) for o in outputs]
     empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
     for spec in {s.key: s for s in specs if s is not None}.values():
         kernel, fresh = batch_kernel(spec, "float64")
