@@ -176,12 +176,12 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
     wanted = [("count", "v", 600), ("mean", "v", 600), ("max", "v", 900), ("stddev", "v", 600), ("hll", "d", 900)]
     outputs = [Output(name, column, aggregations.get(name),
                       result_type(aggregations.get(name), schema.field(column).type)) for name, column, _ in wanted]
-    state = _KeyState(outputs, [seconds * 1_000_000 for *_, seconds in wanted], "ts", schema)
+    state = _KeyState(outputs, [seconds * 1_000_000 for *_, seconds in wanted], schema)
     answered, watermark, kept = [], -math.inf, np.ones(n, bool)
     for part in np.array_split(arrival, 8):
         late = times[part] < watermark
         kept[part[late]] = False
-        state.add(events.iloc[part[~late]].reset_index(drop=True))
+        state.add(events.iloc[part[~late]].reset_index(drop=True), times[part[~late]])
         watermark = max(watermark, times[part].max() - 240_000_000)
         done = state.close(watermark)
         if done is not None:
@@ -212,13 +212,13 @@ def _micro(stamps: pd.Series) -> np.ndarray:
 
 
 def test_a_keys_state_of_another_layout_is_refused_by_name():
-    from winagg.spark.streaming import SparkInputError, _checked
+    from winagg.spark.streaming import STATE_FORMAT, SparkInputError, checked_format
 
     class Old:  # a state pickled before the format was kept
         pass
 
     with pytest.raises(SparkInputError, match="state format 1.*new checkpoint"):
-        _checked(Old())
+        checked_format(Old(), STATE_FORMAT, "windows")
 
 
 def test_a_keys_state_runs_the_kernels_of_the_batch_job():
@@ -236,8 +236,8 @@ def test_a_keys_state_runs_the_kernels_of_the_batch_job():
     batch_rows = pa.Table.from_batches(list(PartitionWindows(["k"], "ts", Frame(span=6_000_000), outputs)(
         iter(table.to_batches())))).to_pandas()
     built = set(driver._compiled), set(range_batches._KERNELS)
-    state = _KeyState(outputs, [6_000_000, 6_000_000], "ts", schema)
-    state.add(table.select(["ts", "v"]).to_pandas())
+    state = _KeyState(outputs, [6_000_000, 6_000_000], schema)
+    state.add(table.select(["ts", "v"]).to_pandas(), np.array([0, 5_000_000, 9_000_000], np.int64))
     done = state.close(np.iinfo(np.int64).max)
     assert (set(driver._compiled), set(range_batches._KERNELS)) == built
     assert done["mean"].tolist() == batch_rows["mean"].tolist() == [1.0, 1.0, 4.0]

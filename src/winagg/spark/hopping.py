@@ -173,12 +173,9 @@ class HoppingWindows:
 
     def bind(self, outputs: Sequence[Output]) -> "HoppingWindows":
         """Give an unpickled state its outputs (those it was made with) back; returns it."""
-        found = getattr(self, "format", 1)
-        if found != TREES_FORMAT:
-            from .batch import SparkInputError
+        from .streaming import checked_format
 
-            raise SparkInputError(f"this checkpoint keeps its keys' hopping windows in state format {found}, this "
-                                  f"winagg reads format {TREES_FORMAT}: start the query from a new checkpoint")
+        checked_format(self, TREES_FORMAT, "hopping windows")
         self.outputs = list(outputs)
         for tree, output in zip(self.trees, self.outputs):
             if isinstance(tree, _CompiledTree):

@@ -50,10 +50,8 @@ class _KeyState:
     micro-batch to the next.
     """
 
-    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], time_column: str,
-                 input_schema: pa.Schema):
+    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], input_schema: pa.Schema):
         self.format = STATE_FORMAT
-        self.time_column = time_column
         self.input_schema = input_schema  # the columns the outputs read, typed as the batch job reads them
         by_span: dict = {}
         for output, span in zip(outputs, spans_us):
@@ -61,23 +59,28 @@ class _KeyState:
         self.runs = [PartitionRun(PartitionWindows([], _TIME, Frame(span=span), grouped))
                      for span, grouped in by_span.items()]
         self.pending: Optional[pd.DataFrame] = None
+        self.pending_times = np.empty(0, np.int64)  # the pending events' times, int64 microseconds
         self.dropped = 0
 
-    def add(self, events: pd.DataFrame) -> None:
+    def add(self, events: pd.DataFrame, times: np.ndarray) -> None:
+        """Keep ``events`` (their times in microseconds) until the watermark passes them."""
         self.pending = events if self.pending is None else pd.concat([self.pending, events], ignore_index=True)
+        self.pending_times = np.concatenate([self.pending_times, times])
+
+    def oldest_pending(self) -> Optional[int]:
+        """The time (microseconds) of the oldest event not final yet, or None."""
+        return int(self.pending_times.min()) if len(self.pending_times) else None
 
     def close(self, watermark_us) -> Optional[pd.DataFrame]:
         """The pending events that became final at the watermark, in time order, with their results."""
-        if self.pending is None or not len(self.pending):
-            return None
-        times = _micros(self.pending[self.time_column])
-        final = times < watermark_us
+        final = self.pending_times < watermark_us
         if not final.any():
             return None
-        order = np.argsort(times[final], kind="stable")
+        order = np.argsort(self.pending_times[final], kind="stable")
         done = self.pending[final].iloc[order].reset_index(drop=True)
+        columns = [pa.array(self.pending_times[final][order], pa.int64())]
         self.pending = self.pending[~final].reset_index(drop=True)
-        columns = [pa.array(times[final][order], pa.int64())]
+        self.pending_times = self.pending_times[~final]
         columns += [pa.Array.from_pandas(done[f.name], type=f.type) for f in self.input_schema]
         batch = pa.RecordBatch.from_arrays(columns, names=[_TIME] + self.input_schema.names)
         for run in self.runs:
@@ -87,17 +90,17 @@ class _KeyState:
         return done
 
 
-def _checked(key_state):
-    """``key_state`` if this winagg reads its layout; a clear error otherwise."""
-    found = getattr(key_state, "format", 1)
-    if found != STATE_FORMAT:
-        raise SparkInputError(f"this checkpoint keeps its keys' windows in state format {found}, this winagg "
-                              f"reads format {STATE_FORMAT}: start the query from a new checkpoint")
-    return key_state
+def checked_format(state, expected: int, what: str):
+    """``state`` (unpickled from a checkpoint) if its ``format`` is ``expected``; otherwise a
+    SparkInputError naming both (a state without one was written before formats were kept: 1)."""
+    found = getattr(state, "format", 1)
+    if found != expected:
+        raise SparkInputError(f"this checkpoint keeps its keys' {what} in state format {found}, this winagg "
+                              f"reads format {expected}: start the query from a new checkpoint")
+    return state
 
 
-def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], time_column: str,
-                      input_schema: pa.Schema) -> None:
+def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], input_schema: pa.Schema) -> None:
     """Compile (or load from numba's disk cache) the kernels a per-event stream's keys run: those
     of the batch job's range frames, over two events without values.
 
@@ -105,11 +108,9 @@ def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], time_c
     the disk cache instead of each compiling the same ones at the same time (in local mode they
     share this machine's cache). After a batch run over the same columns it compiles nothing.
     """
-    events = pa.table([pa.array([0, 1], pa.timestamp("us", "UTC"))]
-                      + [pa.nulls(2, f.type) for f in input_schema if f.name != time_column],
-                      names=[time_column] + [n for n in input_schema.names if n != time_column]).to_pandas()
-    key_state = _KeyState(outputs, spans_us, time_column, input_schema)
-    key_state.add(events)
+    events = pa.table([pa.nulls(2, f.type) for f in input_schema], names=input_schema.names).to_pandas()
+    key_state = _KeyState(outputs, spans_us, input_schema)
+    key_state.add(events, np.array([0, 1], np.int64))
     key_state.close(np.iinfo(np.int64).max)
 
 
@@ -165,18 +166,17 @@ def _processor_class():
 
         def _load(self) -> _KeyState:
             if self.state.exists():
-                return _checked(pickle.loads(zlib.decompress(self.state.get()[0])))
+                return checked_format(pickle.loads(zlib.decompress(self.state.get()[0])), STATE_FORMAT, "windows")
             c = self.config
-            return _KeyState(c["outputs"], c["spans_us"], c["time"], c["input_schema"])
+            return _KeyState(c["outputs"], c["spans_us"], c["input_schema"])
 
         def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
             c = self.config
             done = key_state.close(watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
-            if key_state.pending is not None and len(key_state.pending):
-                # fires once the watermark (ms) reaches past the oldest pending time (us)
-                oldest = int(_micros(key_state.pending[c["time"]]).min())
+            oldest = key_state.oldest_pending()
+            if oldest is not None:  # fires once the watermark (ms) reaches past the oldest pending time (us)
                 self.handle.registerTimer(oldest // 1000 + 1)
             # HyperLogLog registers are mostly zeros: compression shrinks the state several times.
             # cloudpickle: a user monoid's functions may come from a module this process cannot
@@ -200,7 +200,7 @@ def _processor_class():
                 c["dropped"].add(int(untimed.sum() + late.sum()))
             # the new events are at or after the watermark: none is final yet, and none changes a result that is
             if not late.all():
-                key_state.add(events[~late].reset_index(drop=True))
+                key_state.add(events[~late].reset_index(drop=True), times[~late])
             yield from self._finish(key_state, watermark_ms)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
@@ -277,7 +277,7 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
         raise SparkInputError(f"range gives no range for the output column {missing[0]!r}")
     spans_us = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
     input_schema = pa.schema([pa.field(c, _arrow_input_type(df, c)) for c in dict.fromkeys(o.column for o in outputs)])
-    warm_up_key_state(outputs, spans_us, order_by, input_schema)
+    warm_up_key_state(outputs, spans_us, input_schema)
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
