@@ -61,12 +61,17 @@ class Plan(NamedTuple):
 class Driver(NamedTuple):
     """One algorithm over one aggregation, ready to run plans (see :func:`run`)."""
 
-    #: ``drive(values, plan..., state, want_counts) -> (out, counts, state)``
+    #: ``drive(values, plan..., state, want_counts, out) -> (out, counts, state)``
     drive: Callable
     #: ``make_room(state, room) -> state``: capacity for ``room`` items
     make_room: Callable
     #: ``init(capacity) -> state``: an empty window
     init: Callable
+    #: ``new_out(size)``: the array ``drive`` writes its answers into, allocated by the caller
+    #: with numpy. A large one then gets numpy's huge-page hint: answering 30 million rows
+    #: cost about 58,000 page faults (0.14 s) in an array allocated inside the loop's
+    #: function, about 1,000 in numpy's.
+    new_out: Callable
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
@@ -74,6 +79,7 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     """The driver's loop over ``funcs``, one source for both modes (``jit`` compiles or not).
 
     ``position(positions, k)`` is the position step k lifts with (see :data:`POSITIONS`).
+    ``new_out(size)`` allocates the answers, outside the loop (see :class:`Driver`).
     ``state`` is the algorithm's ``(bufs, st)``. ``out[k]`` and ``counts[k]``
     (the window's size, when ``want_counts``) are written where the step answers
     and left unset elsewhere. Room for the whole plan is made before the loop, in
@@ -108,10 +114,9 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             bufs, st = grow(bufs, st)
         return bufs, st
 
-    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts):
+    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts, out):
         bufs, st = window_state
         n = values.shape[0]
-        out = new_out(n * widths.shape[0] if SUBS else n)
         counts = np.empty(n if want_counts or TIMED else 0, np.int64)
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
@@ -153,7 +158,7 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                     out[k] = answer
         return out, counts, (bufs, st)
 
-    return Driver(jit(drive), jit(make_room), funcs.init)
+    return Driver(jit(drive), jit(make_room), funcs.init, new_out)
 
 
 def _step_number(positions, k):
@@ -174,8 +179,10 @@ POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
 def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     """``(out, counts, state)``: ``driver`` (:func:`compiled_driver`, :func:`python_driver`) over ``plan``."""
     state = driver.make_room(state, plan.room)
+    n = values.shape[0]
+    out = driver.new_out(n * plan.widths.shape[0] if plan.widths.shape[0] else n)
     return driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
-                        plan.widths, state, want_counts)
+                        plan.widths, state, want_counts, out)
 
 
 _compiled: dict = {}
@@ -208,21 +215,14 @@ def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, s
     key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed, sub_windows)
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
-        out_dtype = spec.out_dtype
-
-        # inlined: an array that comes back from a call may alias the window's buffers for all
-        # LLVM knows, and each store into it then reloads the window's state (5-15% slower)
-        @jitcache.njit(inline="always")
-        def new_out(n):
-            return np.empty(n, out_dtype)
-
         clock = None
         if timed:
             from .bench.cycles import cycles_after, read_cycles
 
             clock = (read_cycles, cycles_after)
-        _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out,
-                                      POSITIONS[spec.positional], jitcache.njit, dense, clock, sub_windows)
+        new_out = _new_out(spec.out_dtype, np.empty)
+        _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out, POSITIONS[spec.positional],
+                                      jitcache.njit, dense, clock, sub_windows)
     return _compiled[key]
 
 
@@ -246,6 +246,10 @@ def _python_lift(monoid):
 
 def _python_out(n):
     return [None] * n
+
+
+def _new_out(dtype, allocate):
+    return lambda size: allocate(size, dtype)
 
 
 # ---------------------------------------------------------------- plans for whole arrays
@@ -576,10 +580,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     run_steps = jit(run_steps)
 
     def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, tree_state,
-              want_counts):
+              want_counts, out):
         b, st = tree_state
         n = horizons.shape[0]
-        out = new_out(n)
         counts = np.empty(n if want_counts else 0, np.int64)
         k, cursor = 0, 0
         while True:
@@ -589,13 +592,14 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 return out, counts, (b, st)
             b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
 
-    return Driver(jit(drive), jit(make_room), f.init)
+    return Driver(jit(drive), jit(make_room), f.init, new_out)
 
 
 def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state, want_counts: bool = False):
     """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries."""
+    out = driver.new_out(plan.horizons.shape[0])
     return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
-                        plan.highs, plan.positions, plan.span, state, want_counts)
+                        plan.highs, plan.positions, plan.span, state, want_counts, out)
 
 
 def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"):
@@ -623,12 +627,7 @@ def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64",
     funcs = out_of_order_funcs(algorithm, spec, options, time_type)
     key = ("ooo", id(funcs), per_row)  # the funcs are cached: one per (algorithm, options, spec, times)
     if key not in _compiled:
-        out_dtype = spec.out_dtype
-
-        @jitcache.njit
-        def new_out(n):
-            return np.zeros(n, out_dtype)
-
+        new_out = _new_out(spec.out_dtype, np.zeros)  # zeros: a step that does not answer leaves its row 0
         _compiled[key] = build_out_of_order_driver(funcs, spec.lift, spec.lower, new_out, spec.layout.alloc,
                                                    spec.layout.store, POSITIONS[spec.positional], jitcache.njit,
                                                    per_row)

@@ -77,6 +77,7 @@ def batch_kernel(spec, time_type: str):
     lowest = np.iinfo(np.int64).min if time_type == "int64" else -np.inf
     steps = _compiled_steps
     entries, limit = COMPILED.size, COMPILED.limit
+    out_dtype = spec.out_dtype
 
     @jitcache.njit
     def kernel(b, st, when, values, positions, lows, highs, low_open, horizon):
@@ -84,7 +85,7 @@ def batch_kernel(spec, time_type: str):
         adds, evicts, horizons, answers, step_lows, step_highs = steps(when.shape[0], open_lows, highs, horizon,
                                                                        lowest)
         out, _, state = drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs, positions,
-                              horizon, (b, st), False)
+                              horizon, (b, st), False, np.zeros(horizons.shape[0], out_dtype))
         b, st = state
         if entries(st) == 0 and limit(st) > _KEEP_CAPACITY:
             b, st = init(_FRESH_CAPACITY)
@@ -152,5 +153,5 @@ class PythonBatches:
         adds, evicts, horizons, answers, step_lows, step_highs = batch_steps(
             when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest))
         out, _, state = self.driver.drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs,
-                                          positions, horizon, state, False)
+                                          positions, horizon, state, False, self.driver.new_out(horizons.shape[0]))
         return state, out[:lows.shape[0]]
