@@ -133,6 +133,13 @@ def test_variance_against_exact_arithmetic(offset):
     for i in rng.choice(np.arange(window, len(values)), 6, replace=False):
         exact = exact_variance(values[i - window + 1:i + 1])
         assert abs(Fraction(float(got[i])) - exact) <= exact * Fraction(1, 10**12), i
+    # time windows of varying length: irregular gaps, a span of about 150 rows
+    times = np.cumsum(rng.integers(1, 20, size=600))
+    span = 1500
+    timed = blockscan.rolling(values, None, "var1", times=times, span=span)
+    for i in rng.choice(np.arange(window, len(values)), 6, replace=False):
+        exact = exact_variance(values[(times > times[i] - span) & (np.arange(600) <= i)])
+        assert abs(Fraction(float(timed[i])) - exact) <= exact * Fraction(1, 10**12), i
 
 
 # ---------------------------------------------------------------- integer input
