@@ -324,14 +324,14 @@ def _valid_counts_kernel(x, starts, width, out):
     # Time windows: out[i] first holds the valid values of rows 0..i; then, from the last row
     # back, the count before the window's first row is taken off (the rows below i still hold
     # theirs). A running count advanced its first row in a loop whose length varies from row
-    # to row: 74.7 ms over 10 M rows with exponential gaps and 1% NaN, against 17.2 ms.
+    # to row: 74.7 ms over 10 M rows with exponential gaps and 1% NaN, against 14.9-15.7 ms.
     valid = 0
     for i in range(n):
         valid += 1 if x[i] == x[i] else 0
         out[i] = valid
     for i in range(n - 1, -1, -1):
-        s = starts[i]
-        out[i] -= out[max(s - 1, 0)] if s > 0 else 0
+        if starts[i] > 0:
+            out[i] -= out[starts[i] - 1]
 
 
 def _valid_counts(x, starts, width) -> np.ndarray:

@@ -76,9 +76,10 @@ class _KeyState:
         final = self.pending_times < watermark_us
         if not final.any():
             return None
-        order = np.argsort(self.pending_times[final], kind="stable")
+        final_times = self.pending_times[final]
+        order = np.argsort(final_times, kind="stable")
         done = self.pending[final].iloc[order].reset_index(drop=True)
-        columns = [pa.array(self.pending_times[final][order], pa.int64())]
+        columns = [pa.array(final_times[order], pa.int64())]
         self.pending = self.pending[~final].reset_index(drop=True)
         self.pending_times = self.pending_times[~final]
         columns += [pa.Array.from_pandas(done[f.name], type=f.type) for f in self.input_schema]
