@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import winagg
-from winagg.driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, python_driver, row_plan, run, time_plan
+from winagg.driver import python_driver, row_plan, run, time_plan
+from winagg.frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from winagg.registry import info
 
 
@@ -103,12 +104,85 @@ def test_the_timed_loops_answer_as_the_plain_ones_and_time_only_the_answering_st
     spec, algorithm = compiled_spec("sum"), info("two_stacks")
     expected = np.array([values[max(0, k - 39):k + 1].sum() for k in range(300)])
     dense = compiled_driver(algorithm, spec, dense=True, timed=True)
-    out, cycles, _ = run(dense, values, row_plan(300, 40), dense.init(41))
+    out, cycles, _ = run(dense, values, row_plan(300, 40), dense.init(41), want_counts=True)
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
     assert cycles.shape == (300,) and (cycles > 0).all()
 
     general = compiled_driver(algorithm, spec, timed=True)
     emits = np.arange(300) >= 40
-    out, cycles, _ = run(general, values, row_plan(300, 40)._replace(emits=emits), general.init(41))
+    out, cycles, _ = run(general, values, row_plan(300, 40)._replace(emits=emits), general.init(41),
+                         want_counts=True)
     np.testing.assert_allclose(out[emits], expected[emits], rtol=1e-12, atol=1e-12)
     assert (cycles[emits] > 0).all()
+
+
+def _bulk_steps(rng, steps, most):
+    """Random counts of a bulk plan: each step evicts some of the items held and inserts up to ``most``."""
+    evicts, inserts, held = [], [], 0
+    for _ in range(steps):
+        gone = int(rng.integers(0, held + 1)) if rng.random() < 0.5 else 0
+        added = int(rng.integers(0, most + 1))
+        evicts.append(gone)
+        inserts.append(added)
+        held += added - gone
+    return np.array(evicts), np.array(inserts)
+
+
+def _bulk_answers(values, evicts, inserts):
+    """Each step's window sum, by replaying the counts on positions."""
+    first = end = 0
+    out = []
+    for gone, added in zip(evicts, inserts):
+        first += gone
+        end += added
+        out.append(values[first:end].sum())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("algorithm", ["flatfat", "two_stacks_lite"])  # a native bulk insert, and one by one
+def test_bulk_plans_evict_and_insert_any_number_of_items_a_step(algorithm):
+    from winagg.bench.common import compiled_spec
+    from winagg.driver import bulk_plan, compiled_driver
+
+    rng = np.random.default_rng(5)
+    evicts, inserts = _bulk_steps(rng, 300, 40)
+    values = rng.integers(-1000, 1000, int(inserts.sum())).astype(np.float64)  # integer sums: exact
+    emits = rng.random(300) < 0.7
+    driver = compiled_driver(info(algorithm), compiled_spec("sum"), bulk=True)
+    out, _, _ = run(driver, values, bulk_plan(evicts, inserts, emits, room=int(inserts.sum())), driver.init(2))
+    assert out.shape == (300,)
+    assert out[emits].tolist() == _bulk_answers(values, evicts, inserts)[emits].tolist()
+
+
+def test_a_resizing_driver_grows_a_full_window_and_halves_one_below_a_quarter_full():
+    from winagg.bench.common import compiled_spec
+    from winagg.driver import SMALLEST_ROOM, bulk_plan, compiled_driver
+    from winagg.state import capacity
+
+    # up to 1,000 items one at a time, down to 3, up to 100 in bulks of 10, down to 0
+    inserts = np.r_[np.ones(1000, np.int64), np.zeros(997, np.int64), np.full(10, 10), np.zeros(103, np.int64)]
+    evicts = np.r_[np.zeros(1000, np.int64), np.ones(997, np.int64), np.zeros(10, np.int64), np.ones(103, np.int64)]
+    values = np.arange(1.0, inserts.sum() + 1)
+    driver = compiled_driver(info("flatfat"), compiled_spec("sum"), bulk=True, resize=True)
+    out, _, (bufs, st) = run(driver, values, bulk_plan(evicts, inserts), driver.init(16))
+    assert out.tolist() == _bulk_answers(values, evicts, inserts).tolist()
+    assert capacity(st) == SMALLEST_ROOM  # halved all the way down once empty
+    _, _, (bufs, st) = run(driver, values[:1000], bulk_plan(np.zeros(1, np.int64), [1000]), (bufs, st))
+    assert capacity(st) == 1024  # doubled to the first power of two that holds the step
+
+
+def test_a_timed_bulk_build_times_each_steps_evictions_inserts_and_answer_apart():
+    from winagg.bench.common import compiled_spec
+    from winagg.driver import bulk_plan, compiled_driver
+
+    driver = compiled_driver(info("daba_lite"), compiled_spec("sum"), timed=True, bulk=True)
+    plan = bulk_plan([0, 20, 0, 5], [50, 0, 20, 5], [False, True, False, True], room=50)
+    values = np.arange(1.0, 76.0)
+    out, cycles, _ = run(driver, values, plan, driver.init(64), want_counts=True)
+    assert [out[1], out[3]] == [values[20:50].sum(), values[25:75].sum()]
+    evicting, inserting, answering = cycles.reshape(3, 4)
+    assert evicting[3] > 0 and (inserting[[0, 2, 3]] > 0).all() and (answering[[1, 3]] > 0).all()
+    assert (answering[[0, 2]] == 0).all()  # no answer
+    assert evicting[1] == inserting[1] == 0  # inserts nothing: its evictions count with its answer
+    _, untimed, _ = run(driver, values[:5], bulk_plan([0], [5]), driver.init(64))
+    assert untimed.shape == (0,)

@@ -10,8 +10,8 @@ input row:
 3. answer (unless ``emits[k]`` is false: a row whose answer comes later).
 
 Plans are made by numpy or by small compiled functions that know nothing of
-the aggregation (:func:`row_plan`, :func:`time_plan`, :func:`script_plan`,
-:class:`RowFrames`, :class:`RangeFrames`), so they are compiled once per
+the aggregation (:func:`row_plan`, :func:`time_plan`, :func:`script_plan`, and
+Spark's frames in :mod:`winagg.frames`), so they are compiled once per
 process, not once per algorithm and aggregation. One driver,
 :func:`build_driver`, runs every plan; it is written once and runs compiled
 (:func:`compiled_driver`, one kernel per algorithm and aggregation, the whole
@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 
 from . import jitcache, state
+from .capabilities import BulkInsert
 from .ops import build_evict_many, compiled_ops, python_ops
 
 
@@ -75,7 +76,8 @@ class Driver(NamedTuple):
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
-                 jit: Callable, dense: bool = False, clock=None, sub_windows: bool = False) -> Driver:
+                 jit: Callable, dense: bool = False, clock=None, sub_windows: bool = False, bulk=None,
+                 resize: bool = False) -> Driver:
     """The driver's loop over ``funcs``, one source for both modes (``jit`` compiles or not).
 
     ``position(positions, k)`` is the position step k lifts with (see :data:`POSITIONS`).
@@ -93,18 +95,39 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     row) lose the 5-20% its tests cost.
 
     ``clock`` = ``(read_cycles, cycles_after)`` (:mod:`winagg.bench.cycles`) builds the timed
-    loop of the latency experiments: ``counts[k]`` of an answering step is then the cycles its
-    evictions, insert and answer took, and a step that does not answer goes untimed.
+    loop of the latency experiments: with ``want_counts``, ``counts[k]`` of an answering step is
+    the cycles its evictions, insert and answer took, and a step that does not answer goes
+    untimed (without ``want_counts`` the loop runs untimed).
 
     ``sub_windows`` builds the loop whose answers are range queries over the youngest
     ``widths[q]`` items (an algorithm with sub-window queries, the FlatFIT paper's
     multi-query workload): ``out[k * len(widths) + q]`` is step k's q-th answer.
+
+    ``bulk`` = ``(alloc, store)`` of the aggregation's layout builds the loop for plans whose
+    ``inserts`` are counts (:func:`bulk_plan`): step k inserts the next ``inserts[k]`` values of
+    ``values``, in one native bulk insert (FlatFAT's) when the algorithm has one and the step
+    inserts more than one, else one by one. A timed bulk build writes three cycle counts per
+    step, its evictions' in ``counts[k]``, its inserts' in ``counts[n + k]`` and its answer's in
+    ``counts[2n + k]`` (0 for a step that does not answer), n the plan's steps; a step that
+    inserts nothing is stamped only at its start and after its answer (the stamps cost about
+    40 ns each), so its evictions count with its answer.
+
+    ``resize`` builds the loop that grows a full window and halves one less than a quarter full
+    (above :data:`SMALLEST_ROOM`) as it goes, instead of making room for the whole plan first:
+    the RA paper's oscillating-capacity experiment. The loop stops at each resize and the driver
+    resizes between two runs of it, so the loop's own function never reassigns a buffer.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
     range_query = getattr(funcs, "range_query", None)
-    DENSE, SUBS = dense, sub_windows  # constants of the closure: numba drops the branches not taken
-    TIMED = clock is not None
+    DENSE, SUBS, BULK, RESIZE = dense, sub_windows, bulk is not None, resize  # closure constants: numba
+    TIMED = clock is not None                                                  # drops the branches not taken
     read_cycles, cycles_after = clock if TIMED else (None, None)
+    bulk_insert = funcs.bulk_insert if BULK and isinstance(funcs, BulkInsert) else None
+    NATIVE_BULK = bulk_insert is not None
+    alloc, store = bulk if BULK else (None, None)
+    shrink = funcs.shrink if RESIZE else None
+    if DENSE and BULK:
+        raise ValueError("a dense loop inserts one value a step; bulk plans need the general loop")
     named = state.accessors(jit is jitcache.njit)
     capacity, end, size = named.capacity, named.end, named.size
 
@@ -114,17 +137,31 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             bufs, st = grow(bufs, st)
         return bufs, st
 
-    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts, out):
-        bufs, st = window_state
-        n = values.shape[0]
-        counts = np.empty(n if want_counts or TIMED else 0, np.int64)
+    def needs(inserts, k):
+        """Items step k inserts (for a resizing loop)."""
+        if BULK:
+            return inserts[k]
+        return 1 if inserts.shape[0] == 0 or inserts[k] else 0
+
+    needs = jit(needs)
+
+    def steps(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts, out, counts,
+              staging, first_step, cursor):
+        """Steps k, k + 1, ... to the plan's end (or, resizing, to the first step that needs a
+        resize first): ``(k, cursor, st)`` of the first step not run."""
+        n = inserts.shape[0] if BULK else values.shape[0]
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
         every_emit = emits.shape[0] == 0
-        for k in range(n):
-            value = values[k]  # read first: in a timed build, before the stamp, as the round's input
+        for k in range(first_step, n):  # a counted loop: a `while` here cost the tightest loops 10-30%
+            if RESIZE:
+                room, live = capacity(st), size(st) + needs(inserts, k)
+                if live > room or (room > SMALLEST_ROOM and 4 * live < room):
+                    return k, cursor, st
+            if not BULK:
+                value = values[k]  # read first: in a timed build, before the stamp, as the round's input
             if TIMED:
-                started = read_cycles()
+                started = read_cycles() if want_counts else 0
             if rows_only:
                 if k >= window:
                     st = evict(bufs, st)
@@ -138,10 +175,29 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                 st = insert(bufs, st, lift(value, position(positions, k)))
                 answer = lower(query(bufs, st))
                 if TIMED:
-                    counts[k] = cycles_after(np.float64(answer)) - started
+                    if want_counts:
+                        counts[k] = cycles_after(np.float64(answer)) - started
                 out[k] = answer
             else:
-                if every_insert or inserts[k]:
+                if BULK:
+                    m = inserts[k]
+                    if TIMED:  # a step that inserts nothing gets no stamps between evictions and answer
+                        evicted = cycles_after(np.float64(size(st))) if want_counts and m > 0 else started
+                    if NATIVE_BULK and m > 1:
+                        for q in range(m):
+                            store(staging, q, lift(values[cursor + q], position(positions, cursor + q)))
+                        st = bulk_insert(bufs, st, staging, m)
+                    else:
+                        for q in range(cursor, cursor + m):
+                            st = insert(bufs, st, lift(values[q], position(positions, q)))
+                    cursor += m
+                    if TIMED:
+                        if want_counts:
+                            inserted = cycles_after(np.float64(size(st))) if m > 0 else started
+                            counts[k] = evicted - started
+                            counts[n + k] = inserted - evicted
+                            counts[2 * n + k] = 0
+                elif every_insert or inserts[k]:
                     st = insert(bufs, st, lift(value, position(positions, k)))
                 if SUBS:  # a plain constant test: numba prunes it, not a constant inside an `and`
                     if every_emit or emits[k]:
@@ -152,13 +208,44 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                 elif every_emit or emits[k]:
                     answer = lower(query(bufs, st))
                     if TIMED:  # stamped before the store: the first touch of a page of out is not the round's
-                        counts[k] = cycles_after(np.float64(answer)) - started
+                        if want_counts:
+                            if BULK:
+                                counts[2 * n + k] = cycles_after(np.float64(answer)) - inserted
+                            else:
+                                counts[k] = cycles_after(np.float64(answer)) - started
                     elif want_counts:
                         counts[k] = size(st)
                     out[k] = answer
+        return n, cursor, st
+
+    # Inlined into drive: called out of line, the same loop ran 10-25% slower (Two-Stacks Lite, FlatFIT).
+    steps = jitcache.njit(steps, inline="always") if jit is jitcache.njit else jit(steps)
+
+    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts, out):
+        bufs, st = window_state
+        n = inserts.shape[0] if BULK else values.shape[0]
+        counts = np.empty((3 * n if BULK and TIMED else n) if want_counts else 0, np.int64)
+        if NATIVE_BULK:
+            staging = alloc(max(inserts.max(), 1) if n else 1)
+        else:
+            staging = None
+        k, cursor, st = steps(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts,
+                              out, counts, staging, 0, 0)
+        if RESIZE:
+            while k < n:
+                if size(st) + needs(inserts, k) > capacity(st):
+                    bufs, st = grow(bufs, st)
+                else:
+                    bufs, st = shrink(bufs, st)
+                k, cursor, st = steps(values, evicts, inserts, emits, positions, window, widths, bufs, st,
+                                      want_counts, out, counts, staging, k, cursor)
         return out, counts, (bufs, st)
 
     return Driver(jit(drive), jit(make_room), funcs.init, new_out)
+
+
+#: A resizing driver halves a window less than a quarter full only above this room.
+SMALLEST_ROOM = 16
 
 
 def _step_number(positions, k):
@@ -179,10 +266,23 @@ POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
 def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     """``(out, counts, state)``: ``driver`` (:func:`compiled_driver`, :func:`python_driver`) over ``plan``."""
     state = driver.make_room(state, plan.room)
-    n = values.shape[0]
+    n = plan.inserts.shape[0] if is_bulk(plan) else values.shape[0]
     out = driver.new_out(n * plan.widths.shape[0] if plan.widths.shape[0] else n)
     return driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
                         plan.widths, state, want_counts, out)
+
+
+def is_bulk(plan: Plan) -> bool:
+    """Whether ``plan``'s inserts are counts (:func:`bulk_plan`), for a driver built with ``bulk``."""
+    return plan.inserts.dtype.kind == "i"
+
+
+def bulk_plan(evicts, inserts, emits=_NONE_B, room: int = 1) -> Plan:
+    """Step k evicts the ``evicts[k]`` oldest items, inserts the next ``inserts[k]`` values and
+    answers if ``emits[k]`` (every step when empty), from a window with room for ``room`` items
+    (made before the loop, or by a resizing driver as it goes)."""
+    evicts = np.asarray(evicts, np.int64)
+    return Plan(evicts, np.asarray(inserts, np.int64), np.asarray(emits, np.bool_), _NONE_I, 0, int(room))
 
 
 _compiled: dict = {}
@@ -203,27 +303,32 @@ def _options_key(options: dict) -> tuple:
     return tuple(sorted(options.items()))
 
 
-def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, sub_windows: bool = False) -> Driver:
+def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, sub_windows: bool = False,
+                    bulk: bool = False, resize: bool = False) -> Driver:
     """The :class:`Driver` of an in-order algorithm over a built-in aggregation's compiled description.
 
     ``dense`` (see :func:`build_driver`): for plans whose every step inserts and answers,
     as ``winagg.rolling`` runs; False for any plan. ``timed``: the loop that times each
     answering step with the cycle counter (the latency experiments). ``sub_windows``: answers
-    over the youngest ``plan.widths`` items. Built once per process and cached on disk
-    (:mod:`winagg.jitcache`).
+    over the youngest ``plan.widths`` items. ``bulk``: for :func:`bulk_plan`'s plans, which insert
+    any number of values a step. ``resize``: the loop grows and shrinks the window as it goes.
+    Built once per process and cached on disk (:mod:`winagg.jitcache`).
     """
-    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed, sub_windows)
+    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed, sub_windows, bulk, resize)
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
-        clock = None
-        if timed:
-            from .bench.cycles import cycles_after, read_cycles
-
-            clock = (read_cycles, cycles_after)
+        clock = _clock() if timed else None
         new_out = _new_out(spec.out_dtype, np.empty)
+        layout = (spec.layout.alloc, spec.layout.store) if bulk else None
         _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out, POSITIONS[spec.positional],
-                                      jitcache.njit, dense, clock, sub_windows)
+                                      jitcache.njit, dense, clock, sub_windows, layout, resize)
     return _compiled[key]
+
+
+def _clock():
+    from .bench.cycles import cycles_after, read_cycles
+
+    return read_cycles, cycles_after
 
 
 def python_driver(algorithm, monoid) -> Driver:
@@ -323,135 +428,6 @@ def run_script(driver: Driver, codes: np.ndarray, values: np.ndarray, chunk: int
     return np.concatenate(pieces) if isinstance(pieces[0], np.ndarray) else sum(pieces, [])
 
 
-# ---------------------------------------------------------------- plans for streams of keyed batches
-# Spark's window frames over rows sorted by (key, order), arriving in Arrow batches. The frame
-# state (which rows of a row frame entered the window, the times of a range frame's items)
-# lives here, apart from the aggregation's state. ``reset[k]`` is KEY_STARTS at a key's first
-# row (the window empties and positions restart) and WINDOW_STARTS where only the window
-# empties (after a range frame's group of null order values). Missing rows (``valid[k]``
-# false) take a place in a row frame but never enter the window.
-
-#: Codes of the ``reset`` array.
-NO_RESET, WINDOW_STARTS, KEY_STARTS = 0, 1, 2
-
-
-@nb.njit(cache=True)
-def _row_frame_plan(valid, reset, window, ring, head, rows, held, seen):
-    n = valid.shape[0]
-    evicts = np.zeros(n, np.int64)
-    positions = np.empty(n, np.int64)
-    for k in range(n):
-        if reset[k] != 0:
-            evicts[k] = held
-            held, head, rows = 0, 0, 0
-            if reset[k] == KEY_STARTS:
-                seen = 0
-        if rows == window:
-            if ring[head]:
-                evicts[k] += 1
-                held -= 1
-            head = head + 1 if head + 1 < window else 0
-            rows -= 1
-        slot = head + rows
-        ring[slot - window if slot >= window else slot] = valid[k]
-        rows += 1
-        if valid[k]:
-            held += 1
-        positions[k] = seen
-        seen += 1
-    return evicts, positions, head, rows, held, seen
-
-
-class RowFrames:
-    """Plans for Spark's ``rowsBetween(-(window - 1), 0)`` carried across batches."""
-
-    def __init__(self, window: int):
-        self.window = int(window)
-        self.ring = np.zeros(self.window, np.bool_)  # which rows of the frame entered the window
-        self.head = self.rows = self.held = self.seen = 0
-
-    def plan(self, valid: np.ndarray, reset: np.ndarray) -> Plan:
-        evicts, positions, self.head, self.rows, self.held, self.seen = _row_frame_plan(
-            valid, reset, self.window, self.ring, self.head, self.rows, self.held, self.seen)
-        return Plan(evicts, valid, _NONE_B, positions, 0, self.window)
-
-
-@nb.njit(cache=True)
-def _range_frame_plan(valid, reset, group_start, times, span, held, head, tail, seen):
-    n = valid.shape[0]
-    evicts = np.zeros(n, np.int64)
-    emits = np.zeros(n, np.bool_)
-    owner = np.empty(n, np.int64)  # the row that answers for row k: its group's last
-    positions = np.empty(n, np.int64)
-    room = tail - head
-    k = 0
-    while k < n:
-        if reset[k] != 0:
-            evicts[k] = tail - head
-            head, tail = 0, 0
-            if reset[k] == KEY_STARTS:
-                seen = 0
-        end = k + 1
-        while end < n and not group_start[end]:
-            end += 1
-        t = times[k]
-        horizon = t - span
-        expired = head
-        while expired < tail and held[expired] < horizon:
-            expired += 1
-        evicts[k] += expired - head  # the group's items are all younger than the horizon
-        head = expired
-        for r in range(k, end):
-            if valid[r]:
-                held[tail] = t
-                tail += 1
-            positions[r] = seen
-            owner[r] = end - 1
-            seen += 1
-        room = max(room, tail - head)
-        emits[end - 1] = True
-        k = end
-    return evicts, emits, owner, positions, head, tail, seen, room
-
-
-class RangeFrames:
-    """Plans for Spark's ``rangeBetween(-span, 0)`` carried across batches.
-
-    Rows from one ``group_start`` to the next share an order value (peers); only
-    the group's last row answers (after the whole group is in the window) and
-    :meth:`spread` copies its answer to the group. Callers pass whole groups.
-    """
-
-    owner: np.ndarray  # of the last plan: owner[k] is the row that answers for row k
-
-    def __init__(self, span, time_dtype):
-        self.time_type = np.dtype(time_dtype).type
-        self.span = self.time_type(span)
-        self.held = np.empty(16, self.time_type)  # times of the window's items: held[head:tail]
-        self.head = self.tail = self.seen = 0
-
-    def plan(self, valid, reset, group_start, times) -> Plan:
-        live = self.tail - self.head
-        if live + valid.shape[0] > self.held.shape[0]:
-            bigger = np.empty(max(2 * self.held.shape[0], live + valid.shape[0]), self.time_type)
-            bigger[:live] = self.held[self.head:self.tail]
-            self.held = bigger
-        elif self.head > 0:
-            self.held[:live] = self.held[self.head:self.tail]  # numpy copies overlapping slices safely
-        self.head, self.tail = 0, live
-        evicts, emits, self.owner, positions, self.head, self.tail, self.seen, room = _range_frame_plan(
-            valid, reset, group_start, times.astype(self.time_type, copy=False), self.span,
-            self.held, self.head, self.tail, self.seen)
-        return Plan(evicts, valid, emits, positions, 0, max(int(room), 1))
-
-    def spread(self, values):
-        """``values`` of the last plan's steps with each group's answer (given at the group's
-        last row) copied to every row of the group."""
-        if isinstance(values, np.ndarray):
-            return values[self.owner]
-        return [values[j] for j in self.owner]
-
-
 # ---------------------------------------------------------------- out-of-order windows
 # An algorithm that takes items at any time (FiBA) runs through a second loop of the same shape,
 # keyed by time instead of by arrival: step k inserts ``adds[k]`` items (a batch sorted by time:
@@ -501,63 +477,101 @@ class OutOfOrderPlan(NamedTuple):
     span: object
 
 
-def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, jit, per_row: bool) -> Driver:
+def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, jit, per_row: bool,
+                              clock=None, evict_first: bool = False) -> Driver:
     """The loop over an out-of-order algorithm's functions ``f`` (FiBA's ``TreeFuncs``).
 
     ``per_row`` builds the loop for plans of one item per step (``adds`` and ``evicts``
     empty): numba prunes the general branch, whose conditional insert alone made the whole
     loop 1.5x slower. Each operation has one call site in a built loop: FiBA's operations are
     inlined into it, and a second copy of one (insert_at, query) also cost 1.5-2x.
+
+    ``few = (few_evicts, few_adds)``, an argument of ``drive``: a step evicts up to ``few_evicts``
+    entries at or below its horizon one by one before it turns to one bulk evict, and inserts
+    up to ``few_adds`` items one by one, more in one bulk insert (:data:`FEW`, :data:`FEW_ADDS`;
+    the FiBA experiments pass 0 and 0 or the batch size, to time one operation or the other).
+
+    ``clock`` = ``(read_cycles, cycles_after)`` builds the timed loop of the FiBA latency
+    experiments: with ``want_counts``, ``counts[k]``, ``counts[n + k]`` and ``counts[2n + k]`` are
+    the cycles step k's inserts, evictions and answer took (0 for a step that does not answer),
+    n the plan's steps; without it the loop runs untimed. A timed loop answers whole windows only.
+
+    ``evict_first`` builds the loop whose steps evict before they insert, as the reference's
+    bulk rounds do (a FiBA round of m items evicted after its m inserts found n + m entries, and
+    at m = 1,024 took 40-60% longer than after the reference's order). The plans that the library
+    makes insert first: a batch's own items may be due for eviction.
     """
     insert_at, evict, evict_upto, query, range_query = f.insert_at, f.evict, f.evict_upto, f.query, f.range_query
     bulk_insert, reserve, oldest, youngest = f.bulk_insert, f.reserve, f.oldest, f.youngest
-    PER_ROW = per_row  # a constant of the closure: numba drops the branch not taken
+    PER_ROW, EVICT_FIRST = per_row, evict_first  # constants of the closure: numba drops the branches
+    TIMED = clock is not None                    # not taken
+    read_cycles, cycles_after = clock if TIMED else (None, None)
     named = state.accessors(jit is jitcache.njit)
     free_entries, entries = named.free_entries, named.size
 
     def make_room(tree_state, room):
         return reserve(tree_state[0], tree_state[1], room)
 
-    def run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, b, st,
-                  want_counts, out, counts, k, cursor):
+    def evict_due(b, st, forced, horizon, few_evicts):
+        """The step's ``forced`` single evictions, then the entries at or below ``horizon``: the first
+        ``few_evicts`` of those one by one from the oldest end, the rest in one bulk evict."""
+        # In a stream in time order one or two leave per step; the single evict is inlined into the
+        # loop, while FiBA compiles its bulk evict out of line (apart), so the call alone cost more
+        # than the eviction (11.8 -> 13.9 M rounds/s on vs_reference_ooo's rounds at d = 0).
+        done = 0
+        while entries(st) > 0 and (done < forced or oldest(b) <= horizon):
+            if done == forced + few_evicts:
+                return evict_upto(b, st, horizon)
+            st = evict(b, st)
+            done += 1
+        return st
+
+    # Inlined: one call site in each built loop (EVICT_FIRST keeps one of the two).
+    evict_due = jitcache.njit(evict_due, inline="always") if jit is jitcache.njit else evict_due
+
+    def run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, few, b, st,
+                  want_counts, out, counts, batch_times, partials, k, cursor):
         """Steps k, k + 1, ... until the plan ends or the pool lacks room for a step's inserts:
         ``(k, cursor, st)`` of the first step not run. ``b`` is never reassigned here: where a
         loop's function reassigns a buffer (a grow), numba keeps reference counts and reloads it
         on every step, which halved the per-row loop's speed."""
         n = horizons.shape[0]
         row_ranges = answers.shape[0] == 0
+        few_evicts, few_adds = few
         while k < n:
+            m = 1 if PER_ROW else adds[k]
+            if free_entries(st) < m:  # before any change: the step runs again after the pool grows
+                return k, cursor, st
+            forced = 0 if PER_ROW else evicts[k]
+            if TIMED:
+                stamp = read_cycles() if want_counts else 0
+            if EVICT_FIRST:
+                st = evict_due(b, st, forced, horizons[k], few_evicts)
+                if TIMED:
+                    evict_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
+                    stamp += evict_cycles
             if PER_ROW:
-                if free_entries(st) < 1:
-                    return k, cursor, st
                 st = insert_at(b, st, times[k], lift(values[k], position(positions, k)))
             else:
-                m = adds[k]
-                if free_entries(st) < m:
-                    return k, cursor, st
-                if m <= FEW_ADDS:
+                if m <= few_adds:
                     for q in range(cursor, cursor + m):
                         st = insert_at(b, st, times[q], lift(values[q], position(positions, q)))
                 else:
-                    partials = alloc(m)
                     for q in range(m):
+                        batch_times[q] = times[cursor + q]
                         store(partials, q, lift(values[cursor + q], position(positions, cursor + q)))
-                    st = bulk_insert(b, st, times[cursor:cursor + m], partials, m)
+                    if TIMED:  # the bulk insert alone, as the reference times it: restamped after the staging
+                        stamp = read_cycles() if want_counts else 0
+                    st = bulk_insert(b, st, batch_times, partials, m)
                 cursor += m
-            # The plan's single evictions, then the entries at or below the horizon: the first FEW
-            # of those one by one from the oldest end, the rest in one bulk evict. In a stream in
-            # time order one or two leave per step; the single evict is inlined into this loop,
-            # while FiBA compiles its bulk evict out of line (apart), so the call alone cost more
-            # than the eviction (11.8 -> 13.9 M rounds/s on vs_reference_ooo's rounds at d = 0).
-            # One call site each.
-            forced = 0 if PER_ROW else evicts[k]
-            done = 0
-            while entries(st) > 0 and (done < forced or oldest(b) <= horizons[k]):
-                if done == forced + FEW:
-                    st = evict_upto(b, st, horizons[k])
-                    break
-                st = evict(b, st)
-                done += 1
+            if TIMED:
+                insert_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
+                stamp += insert_cycles
+            if not EVICT_FIRST:
+                st = evict_due(b, st, forced, horizons[k], few_evicts)
+                if TIMED:
+                    evict_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
+                    stamp += evict_cycles
             if row_ranges:
                 # Row k's entry stays (its time is above the horizon), so the window is not empty.
                 # When every entry lies in the range (always, for sorted times), the answer is the
@@ -570,24 +584,35 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
             if answer == WHOLE:
                 out[k] = lower(query(b, st))
             elif answer == RANGE:
-                # always open below: range_query inlined with a constant flag folds its branches
-                out[k] = lower(range_query(b, st, lo, hi, True))
+                if not TIMED:  # the experiments' timed loop answers whole windows: no range query's code
+                    # always open below: range_query inlined with a constant flag folds its branches
+                    out[k] = lower(range_query(b, st, lo, hi, True))
             if want_counts:
-                counts[k] = entries(st)
+                if TIMED:
+                    counts[k] = insert_cycles
+                    counts[n + k] = evict_cycles
+                    counts[2 * n + k] = cycles_after(np.float64(out[k])) - stamp if answer != NO_ANSWER else 0
+                else:
+                    counts[k] = entries(st)
             k += 1
         return k, cursor, st
 
     run_steps = jit(run_steps)
 
-    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, tree_state,
+    def drive(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, few, tree_state,
               want_counts, out):
         b, st = tree_state
         n = horizons.shape[0]
-        counts = np.empty(n if want_counts else 0, np.int64)
+        counts = np.empty((3 * n if TIMED else n) if want_counts else 0, np.int64)
+        # A bulk insert's times and partials are staged in buffers made once for the whole plan:
+        # allocated for each step (and the times sliced), they took about a third of FiBA's rounds
+        # of one item in the experiments.
+        most = 1 if PER_ROW or n == 0 else max(adds.max(), 1)
+        batch_times, partials = np.empty(most, times.dtype), alloc(most)
         k, cursor = 0, 0
         while True:
             k, cursor, st = run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions,
-                                      span, b, st, want_counts, out, counts, k, cursor)
+                                      span, few, b, st, want_counts, out, counts, batch_times, partials, k, cursor)
             if k == n:
                 return out, counts, (b, st)
             b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
@@ -595,11 +620,17 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     return Driver(jit(drive), jit(make_room), f.init, new_out)
 
 
-def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state, want_counts: bool = False):
-    """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries."""
+#: The ``few`` of every out-of-order plan but the FiBA experiments' (see :func:`build_out_of_order_driver`).
+FEW_ONE_BY_ONE = (FEW, FEW_ADDS)
+
+
+def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state, want_counts: bool = False,
+                     few=FEW_ONE_BY_ONE):
+    """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries
+    (cycles, in a timed build)."""
     out = driver.new_out(plan.horizons.shape[0])
     return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
-                        plan.highs, plan.positions, plan.span, state, want_counts, out)
+                        plan.highs, plan.positions, plan.span, few, state, want_counts, out)
 
 
 def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"):
@@ -614,23 +645,25 @@ def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"
 
 
 def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64", per_row: bool = True,
-                                 algorithm=None) -> Driver:
+                                 algorithm=None, timed: bool = False, evict_first: bool = False) -> Driver:
     """The out-of-order :class:`Driver` of ``algorithm`` (default: the registry's out-of-order
     algorithm, FiBA) with ``options`` over a compiled aggregation.
 
     ``per_row`` (see :func:`build_out_of_order_driver`): for plans of one item per step,
-    as :func:`rolling_plan` makes; False for any plan.
+    as :func:`rolling_plan` makes; False for any plan. ``timed``: the loop that times each step's
+    inserts, evictions and answer with the cycle counter (the FiBA latency experiments).
+    ``evict_first``: steps evict before they insert (the reference's rounds).
     """
     from .registry import out_of_order
 
     algorithm = algorithm or out_of_order()
     funcs = out_of_order_funcs(algorithm, spec, options, time_type)
-    key = ("ooo", id(funcs), per_row)  # the funcs are cached: one per (algorithm, options, spec, times)
+    key = ("ooo", id(funcs), per_row, timed, evict_first)  # funcs cached: one per (algorithm, options, spec, times)
     if key not in _compiled:
         new_out = _new_out(spec.out_dtype, np.zeros)  # zeros: a step that does not answer leaves its row 0
         _compiled[key] = build_out_of_order_driver(funcs, spec.lift, spec.lower, new_out, spec.layout.alloc,
                                                    spec.layout.store, POSITIONS[spec.positional], jitcache.njit,
-                                                   per_row)
+                                                   per_row, _clock() if timed else None, evict_first)
     return _compiled[key]
 
 

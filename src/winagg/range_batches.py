@@ -17,7 +17,7 @@ import numpy as np
 
 from . import jitcache
 from .state import COMPILED
-from .driver import NO_ANSWER, RANGE, compiled_out_of_order_driver, just_below, out_of_order_funcs, \
+from .driver import FEW_ONE_BY_ONE, NO_ANSWER, RANGE, compiled_out_of_order_driver, just_below, out_of_order_funcs, \
     python_out_of_order_driver
 
 #: The out-of-order pool is cut back to a fresh tree once it is empty and larger than this.
@@ -85,7 +85,7 @@ def batch_kernel(spec, time_type: str):
         adds, evicts, horizons, answers, step_lows, step_highs = steps(when.shape[0], open_lows, highs, horizon,
                                                                        lowest)
         out, _, state = drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs, positions,
-                              horizon, (b, st), False, np.zeros(horizons.shape[0], out_dtype))
+                              horizon, FEW_ONE_BY_ONE, (b, st), False, np.zeros(horizons.shape[0], out_dtype))
         b, st = state
         if entries(st) == 0 and limit(st) > _KEEP_CAPACITY:
             b, st = init(_FRESH_CAPACITY)
@@ -153,5 +153,6 @@ class PythonBatches:
         adds, evicts, horizons, answers, step_lows, step_highs = batch_steps(
             when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest))
         out, _, state = self.driver.drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs,
-                                          positions, horizon, state, False, self.driver.new_out(horizons.shape[0]))
+                                          positions, horizon, FEW_ONE_BY_ONE, state, False,
+                                          self.driver.new_out(horizons.shape[0]))
         return state, out[:lows.shape[0]]

@@ -1,4 +1,4 @@
-"""What the FiBA experiments share: algorithm names, the round kernels, plotting.
+"""What the FiBA experiments share: algorithm names, the synthetic stream through the window driver, plotting.
 
 Algorithm names follow paper 004: ``b_fiba4`` / ``b_fiba8`` (native bulk
 operations, min arity 4 / 8), ``nb_fiba4`` / ``nb_fiba8`` (loops of single
@@ -20,19 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import jitcache, registry
-from ..driver import compiled_funcs
+from .. import registry
+from ..driver import (NO_ANSWER, WHOLE, OutOfOrderPlan, bulk_plan, compiled_driver, compiled_out_of_order_driver,
+                      run_out_of_order)
+from ..driver import run as run_plan
 from ..ops import power_of_two_at_least
-from ..ooo.fiba_kernels import tree_funcs
 from . import common
-from .cycles import cycles_after, cycles_per_ns, read_cycles
+from .cycles import cycles_per_ns
 
 FIBA_ALGORITHMS = ("b_fiba4", "b_fiba8", "nb_fiba4", "nb_fiba8")
 IN_ORDER = ("two_stacks_lite", "daba", "daba_lite", "amta")
 FAR = 1e15  # time of the entries that stand d away from the youngest end
-
-_kernels: dict = {}
-
 
 def fiba_options(name: str):
     """FiBA options of a ``b_fiba4``-style name, or None for a registry algorithm."""
@@ -49,101 +47,126 @@ def available(names) -> list:
     return [n for n in names if fiba_options(n) is not None or n in known]
 
 
-def round_kernels(name: str, agg: str):
-    """``(fill, rounds)``, the two compiled halves of one run of the synthetic stream.
+def paper_stream(first: int, count: int) -> np.ndarray:
+    """Values of the synthetic stream's items ``first .. first + count - 1``: 1 + (i mod 101)."""
+    return 1.0 + np.arange(first, first + count) % 101
 
-    ``fill(n, m, d) -> (bufs, st)`` builds the window (room for n + 2m entries);
-    ``rounds(bufs, st, m, count, clock, oldest, bulk_insert, timed,
-    evict_cycles, insert_cycles) -> (st, checksum)`` runs ``count`` rounds on
-    it: each evicts the m oldest (FiBA: every time <= oldest + m - 1), inserts
-    times clock .. clock + m - 1 and queries; with ``timed`` it records each
-    round's evict and insert cycles.
-    """
+
+def stream_driver(name: str, agg: str):
+    """The timed window driver that runs the synthetic stream for ``name`` over ``agg``, built once
+    per process: FiBA's out-of-order driver (:func:`winagg.driver.compiled_out_of_order_driver`)
+    for a FiBA variant, the in-order driver's bulk build for a registry algorithm."""
     key = (name, agg)
-    if key in _kernels:
-        return _kernels[key]
-    spec = common.compiled_spec(agg)
-    opts = fiba_options(name)
-    kernels = _fiba_kernels(spec, opts) if opts is not None else _fifo_kernels(registry.info(name), spec)
-    _kernels[key] = kernels
-    return kernels
+    if key not in _drivers:
+        spec, opts = common.compiled_spec(agg), fiba_options(name)
+        if opts is not None:
+            _drivers[key] = compiled_out_of_order_driver(spec, opts, "float64", per_row=False, timed=True,
+                                                         evict_first=True)
+        else:
+            _drivers[key] = compiled_driver(registry.info(name), spec, timed=True, bulk=True)
+    return _drivers[key]
 
 
-def _fiba_kernels(spec, opts):
-    f = tree_funcs(spec, opts)
-    init, insert_at, evict_upto, bulk_insert, query = f.init, f.insert_at, f.evict_upto, f.bulk_insert, f.query
-    lift, lower, alloc, store, load = spec.lift, spec.lower, spec.layout.alloc, spec.layout.store, spec.layout.load
+_drivers: dict = {}
+_NONE_I = np.empty(0, np.int64)
 
-    @jitcache.njit
-    def fill(n, m, d):
-        b, st = init(n + 2 * m + 16)  # the window never holds more than n + m entries: never grows
-        for i in range(n - d):
-            st = insert_at(b, st, float(i), lift(1.0 + i % 101, i))
-        for k in range(d):
-            st = insert_at(b, st, FAR + k, lift(1.0 + k % 101, k))
-        return b, st
 
-    @jitcache.njit
-    def rounds(b, st, m, count, clock, oldest, use_bulk_insert, timed, evict_cycles, insert_cycles):
-        times = np.empty(m)
-        partials = alloc(m)
-        checksum = 0.0
-        for r in range(count):
-            for q in range(m):
-                i = clock + q
-                times[q] = float(i)
-                store(partials, q, lift(1.0 + i % 101, i))
-            start = read_cycles() if timed else 0
-            st = evict_upto(b, st, float(oldest + m - 1))
-            mid = cycles_after(np.float64(st[2])) if timed else 0
-            if use_bulk_insert:
-                st = bulk_insert(b, st, times, partials, m)
-            else:
-                for q in range(m):
-                    st = insert_at(b, st, times[q], load(partials, q))
-            end = cycles_after(np.float64(st[2])) if timed else 0
+def _positions(spec, first, count):
+    # positional aggregations lift each item with its stream position; the others never read it
+    return np.arange(first, first + count, dtype=np.int64) if spec.positional else _NONE_I
+
+
+class FilledWindow:
+    """A window of the synthetic stream filled once (untimed), on which batches of rounds are timed,
+    all through the window driver (:func:`stream_driver`).
+
+    Several points of a sweep (every m at one d) run one after the other on one fill: the
+    window holds n entries after every round, so each batch starts from the state the
+    previous one left, as a long stream would; only the fill, which for bloom at 2^22
+    takes longer than the rounds, is shared.
+
+    A FiBA variant runs each round as one step of the out-of-order driver's evict-first build,
+    the reference's order: evict every time up to the m-th oldest in one bulk eviction, insert
+    the m next (one by one, or in one bulk insert), answer. Its fill inserts one by one, as a
+    stream does. An in-order algorithm runs a round as one step of the bulk build: evict the
+    m oldest (natively or one by one), insert m values, answer.
+    """
+
+    def __init__(self, name, agg, n, d, max_bulk):
+        self.spec = common.compiled_spec(agg)
+        self.driver = stream_driver(name, agg)
+        self.fiba = fiba_options(name) is not None
+        self.max_bulk = max_bulk
+        self.checksums = []  # per batch, the sum of its rounds' query results (for tests)
+        self.clock, self.oldest = n - d, 0  # in-order times oldest .. clock - 1 are in, and d far ones
+        if self.fiba:
+            state = self.driver.init(n + 2 * max_bulk + 16)  # never more than n + m entries: never grows
+            times = np.concatenate([np.arange(n - d, dtype=np.float64), FAR + np.arange(d, dtype=np.float64)])
+            values = np.concatenate([paper_stream(0, n - d), paper_stream(0, d)])
+            positions = np.concatenate([np.arange(n - d), np.arange(d)]) if self.spec.positional else _NONE_I
+            one = np.ones(1, np.int64)
+            plan = OutOfOrderPlan(one * n, one * 0, np.full(1, -np.inf), one * NO_ANSWER, np.zeros(1), np.zeros(1),
+                                  positions, 0.0)
+            _, _, self.state = run_out_of_order(self.driver, values, times, plan, state, few=(0, n))
+        else:
+            state = self.driver.init(n + max_bulk + 1)  # room for the whole window: never grows
+            plan = bulk_plan([0], [n], [False])._replace(positions=_positions(self.spec, 0, n))
+            _, _, self.state = run_plan(self.driver, paper_stream(0, n), plan, state)
+
+    def batches(self, m, rounds, bulk_insert, timed, repeats=1):
+        """``(seconds, evict_cycles, insert_cycles)`` of ``repeats`` batches of ``rounds`` rounds.
+
+        ``seconds`` lists each batch's CPU time (``time.process_time``: time other processes
+        take from the core is not counted). With ``timed``, the cycle arrays hold every
+        round of every batch; otherwise they are empty. ``bulk_insert``: FiBA inserts a
+        round's m items in one bulk insert (else one by one); in-order algorithms insert one
+        by one unless they have a native bulk insert.
+        """
+        if m > self.max_bulk:
+            raise ValueError(f"bulk size {m} > {self.max_bulk}, the most this window was built for")
+        ev = np.zeros(rounds * repeats if timed else 0, np.int64)
+        ins = np.zeros(rounds * repeats if timed else 0, np.int64)
+        seconds = []
+        for k in range(repeats):
+            run = self._fiba_rounds if self.fiba else self._in_order_rounds
+            second, out, evict_cycles, insert_cycles = run(m, rounds, bulk_insert, timed)
+            seconds.append(second)
+            self.checksums.append(float(out.sum()))
             if timed:
-                evict_cycles[r] = mid - start
-                insert_cycles[r] = end - mid
-            oldest += m
-            clock += m
-            checksum += np.float64(lower(query(b, st)))
-        return st, checksum
+                ev[k * rounds:(k + 1) * rounds] = evict_cycles
+                ins[k * rounds:(k + 1) * rounds] = insert_cycles
+            self.clock += rounds * m
+            self.oldest += rounds * m
+        return seconds, ev, ins
 
-    return fill, rounds
+    def _fiba_rounds(self, m, rounds, bulk_insert, timed):
+        """``(seconds, answers, evict_cycles, insert_cycles)`` of one batch, one step a round."""
+        horizons = self.oldest + m * np.arange(1, rounds + 1) - 1.0  # every time up to the m-th oldest
+        unread = np.broadcast_to(np.float64(0), (rounds,))  # range bounds: no step answers a range
+        plan = OutOfOrderPlan(np.full(rounds, m), np.zeros(rounds, np.int64), horizons,
+                              np.full(rounds, WHOLE, np.int64), unread, unread,
+                              _positions(self.spec, self.clock, rounds * m), 0.0)
+        times = np.arange(self.clock, self.clock + rounds * m, dtype=np.float64)
+        values = paper_stream(self.clock, rounds * m)
+        few = (0, 0 if bulk_insert else m)  # evict in bulk always; insert in bulk or one by one
+        start = time.process_time()
+        out, cycles, self.state = run_out_of_order(self.driver, values, times, plan, self.state, timed, few)
+        seconds = time.process_time() - start
+        if not timed:
+            return seconds, out, None, None
+        return seconds, out, cycles[rounds:2 * rounds], cycles[:rounds]
 
-
-def _fifo_kernels(algorithm, spec):
-    funcs, evict_many = compiled_funcs(algorithm, spec)
-    init, insert, evict, query, grow = funcs[:5]
-    lift, lower = spec.lift, spec.lower
-
-    @jitcache.njit
-    def fill(n, m, d):
-        bufs, st = init(n + m + 1)  # room for the whole window: never grows
-        for i in range(n):
-            st = insert(bufs, st, lift(1.0 + i % 101, i))
-        return bufs, st
-
-    @jitcache.njit
-    def rounds(bufs, st, m, count, clock, oldest, use_bulk_insert, timed, evict_cycles, insert_cycles):
-        checksum = 0.0
-        for r in range(count):
-            start = read_cycles() if timed else 0
-            st = evict_many(bufs, st, m)
-            mid = cycles_after(np.float64(st[2])) if timed else 0
-            for q in range(m):  # in-order algorithms insert one by one
-                i = clock + q
-                st = insert(bufs, st, lift(1.0 + i % 101, i))
-            end = cycles_after(np.float64(st[2])) if timed else 0
-            if timed:
-                evict_cycles[r] = mid - start
-                insert_cycles[r] = end - mid
-            clock += m
-            checksum += np.float64(lower(query(bufs, st)))
-        return st, checksum
-
-    return fill, rounds
+    def _in_order_rounds(self, m, rounds, bulk_insert, timed):
+        """``(seconds, answers, evict_cycles, insert_cycles)`` of one batch, one bulk step a round."""
+        plan = bulk_plan(np.full(rounds, m), np.full(rounds, m))._replace(
+            positions=_positions(self.spec, self.clock, rounds * m))
+        values = paper_stream(self.clock, rounds * m)
+        start = time.process_time()
+        out, cycles, self.state = run_plan(self.driver, values, plan, self.state, timed)
+        seconds = time.process_time() - start
+        if not timed:
+            return seconds, out, None, None
+        return seconds, out, cycles[:rounds], cycles[rounds:2 * rounds]
 
 
 _PER_NS = []
@@ -154,46 +177,6 @@ def cycles_per_ns_cached() -> float:
     if not _PER_NS:
         _PER_NS.append(cycles_per_ns())
     return _PER_NS[0]
-
-
-class FilledWindow:
-    """A window of the synthetic stream filled once (untimed), on which batches of rounds are timed.
-
-    Several points of a sweep (every m at one d) run one after the other on one fill: the
-    window holds n entries after every round, so each batch starts from the state the
-    previous one left, as a long stream would; only the fill, which for bloom at 2^22
-    takes longer than the rounds, is shared.
-    """
-
-    def __init__(self, name, agg, n, d, max_bulk):
-        self.fill, self.run = round_kernels(name, agg)
-        self.bufs, self.st = self.fill(n, max_bulk, d)
-        self.max_bulk = max_bulk
-        self.checksums = []  # per batch, the sum of its rounds' query results (for tests)
-        self.clock, self.oldest = n - d, 0  # in-order times oldest .. clock - 1 are in, and d far ones
-
-    def batches(self, m, rounds, bulk_insert, timed, repeats=1):
-        """``(seconds, evict_cycles, insert_cycles)`` of ``repeats`` batches of ``rounds`` rounds.
-
-        ``seconds`` lists each batch's CPU time (``time.process_time``: time other processes
-        take from the core is not counted). With ``timed``, the cycle arrays hold every
-        round of every batch; otherwise they are empty.
-        """
-        if m > self.max_bulk:
-            raise ValueError(f"bulk size {m} > {self.max_bulk}, the most this window was built for")
-        ev = np.zeros(rounds * repeats if timed else 0, np.int64)
-        ins = np.zeros(rounds * repeats if timed else 0, np.int64)
-        seconds = []
-        for k in range(repeats):
-            part = slice(k * rounds, (k + 1) * rounds) if timed else slice(0, 0)
-            start = time.process_time()
-            self.st, checksum = self.run(self.bufs, self.st, m, rounds, self.clock, self.oldest, bulk_insert,
-                                         timed, ev[part], ins[part])
-            self.checksums.append(checksum)
-            seconds.append(time.process_time() - start)
-            self.clock += rounds * m
-            self.oldest += rounds * m
-        return seconds, ev, ins
 
 
 def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed, repeats=1):

@@ -56,13 +56,14 @@ def add_arguments(group) -> None:
 
 
 def run_rounds(algorithm, spec, values, window: int, rounds: int) -> np.ndarray:
-    """Cycles of each round (int64, ``rounds`` of them): ``winagg.rolling``'s loop (the window
-    driver's dense row loop) fills the window with ``values[:window]``, then its timed build
-    (:func:`winagg.driver.compiled_driver` with ``timed``) runs the rounds of evict + insert +
-    query, with a stamp of the cycle counter before each round's evict and after its query."""
-    fill, timed = compiled_driver(algorithm, spec, dense=True), compiled_driver(algorithm, spec, dense=True, timed=True)
-    _, _, state = run_plan(fill, values[:window], row_plan(window, window + 1), fill.init(window + 1))
-    _, cycles, _ = run_plan(timed, values[window:window + rounds], row_plan(rounds, 0), state)
+    """Cycles of each round (int64, ``rounds`` of them): the timed build of ``winagg.rolling``'s loop
+    (the window driver's dense row loop; :func:`winagg.driver.compiled_driver` with ``timed``)
+    fills the window with ``values[:window]`` untimed, then runs the rounds of evict + insert +
+    query with ``want_counts``: a stamp of the cycle counter before each round's evict and after
+    its query."""
+    timed = compiled_driver(algorithm, spec, dense=True, timed=True)
+    _, _, state = run_plan(timed, values[:window], row_plan(window, window + 1), timed.init(window + 1))
+    _, cycles, _ = run_plan(timed, values[window:window + rounds], row_plan(rounds, 0), state, want_counts=True)
     return cycles
 
 

@@ -1,9 +1,9 @@
 """Experiment ``mta_bulk_evict``: latency of evicting k items at once from a 2^22 window (paper 001).
 
-A compiled kernel fills the window with n items, then for each eviction
-size k (1, 2, 4, ..., n/2, n - 1) times ``bulk_evict(k)`` followed by the
-query (the answer after the eviction) with the cycle counter, ``--repeat``
-times, re-inserting k items after each so the window is back to n. LMTA and
+The window driver's timed bulk build fills the window with n items, then for
+each eviction size k (1, 2, 4, ..., n/2, n - 1) times ``bulk_evict(k)`` and the
+query after it (the answer after the eviction) with the cycle counter,
+``--repeat`` times, re-inserting k items after each so the window is back to n. LMTA and
 AMTA drop whole branches (O(log n) for any k); DABA and Recalc evict one by
 one (their ``bulk_evict`` is a loop), and Recalc's query recomputes the
 window, so Recalc is capped at ``--recalc-cap`` items.
@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import jitcache, registry
-from ..driver import compiled_funcs
+from .. import registry
+from ..driver import bulk_plan, compiled_driver
+from ..driver import run as run_plan
 from . import common, mta_common
-from .cycles import cycles_after, cycles_per_ns, read_cycles
+from .cycles import cycles_per_ns
 
 NAME = "mta_bulk_evict"
 DESCRIPTION = "latency of one bulk eviction of k = 1 .. n-1 items from an n = 2^22 window (paper 001)"
@@ -28,9 +29,6 @@ DEFAULTS = dict(algorithms=("lmta", "amta", "daba", "recalc"), aggs=("sum",), ro
 QUICK = dict(algorithms=("lmta", "amta"), repeat=2, evict_log_window=10)
 COLUMNS = (("algorithm", "aggregation", "window", "count", "repeats", "median_us", "min_us", "max_us", "note")
            + mta_common.MACHINE_COLUMNS)
-
-_kernels: dict = {}
-
 
 def add_arguments(group) -> None:
     """The options only this experiment takes (it also reads --repeat of ``throughput``)."""
@@ -48,47 +46,29 @@ def eviction_sizes(window: int) -> list:
     return sizes
 
 
-def bulk_evict_kernel(algorithm, spec):
-    """``kernel(values, window, counts, cycles) -> checksum`` for one algorithm x aggregation.
+def bulk_evict_cycles(algorithm, spec, values, window: int, counts, repeat: int):
+    """``(cycles, checksum)`` of one algorithm x aggregation, through the window driver's timed bulk
+    build (:func:`winagg.driver.compiled_driver` with ``timed`` and ``bulk``).
 
-    ``cycles[c, r]``: cycles of the r-th ``bulk_evict(counts[c])`` + query.
-
-    A loop of its own rather than the window driver's timed build: through the driver, the
-    same evictions from a window of 2^16 took about twice as long for AMTA at 64 to 65,535
-    items (at 4,096: 1.02 against 0.49 us, median of 5; the cause was not found), while
-    single evictions, LMTA's and DABA's took about the same.
+    The window is filled with ``window`` items, then for each count c one run of the driver
+    repeats ``repeat`` times a step that evicts the c oldest and answers, and one that inserts
+    c items (untimed), so the window is full again. ``cycles[c, r]`` is the r-th eviction of
+    ``counts[c]`` items with the answer after it. Item p's value is ``values[p mod len(values)]``;
+    ``checksum`` sums the answers after the evictions.
     """
-    key = (algorithm.name, spec.key)
-    if key in _kernels:
-        return _kernels[key]
-    funcs, evict_many = compiled_funcs(algorithm, spec)
-    init, insert, evict, query, grow = funcs[:5]
-    lift, lower = spec.lift, spec.lower
-
-    @jitcache.njit  # a closure over one algorithm's functions: the cache key must tell them apart
-    def kernel(values, window, counts, cycles):
-        bufs, st = init(window + 1)  # never grows
-        period = values.shape[0]
-        position = 0
-        for _ in range(window):
-            st = insert(bufs, st, lift(values[position % period], position))
-            position += 1
-        checksum = 0.0
-        for c in range(counts.shape[0]):
-            count = counts[c]
-            for r in range(cycles.shape[1]):
-                start = read_cycles()
-                st = evict_many(bufs, st, count)
-                result = np.float64(lower(query(bufs, st)))
-                cycles[c, r] = cycles_after(result) - start
-                checksum += result
-                for _ in range(count):  # back to a full window, untimed
-                    st = insert(bufs, st, lift(values[position % period], position))
-                    position += 1
-        return checksum
-
-    _kernels[key] = kernel
-    return kernel
+    driver = compiled_driver(algorithm, spec, timed=True, bulk=True)
+    stream = lambda first, count: values[np.arange(first, first + count) % values.shape[0]]  # noqa: E731
+    _, _, state = run_plan(driver, stream(0, window), bulk_plan([0], [window], [False]), driver.init(window + 1))
+    cycles = np.empty((len(counts), repeat), np.int64)
+    checksum, position = 0.0, window
+    for c, count in enumerate(counts):
+        # one run for all repetitions: nothing between two evictions but the refill
+        plan = bulk_plan(np.tile([count, 0], repeat), np.tile([0, count], repeat), np.tile([True, False], repeat))
+        out, parts, state = run_plan(driver, stream(position, count * repeat), plan, state, want_counts=True)
+        cycles[c] = parts[4 * repeat::2]  # the evicting steps' answers, which count the evictions too
+        checksum += out[::2].sum()
+        position += count * repeat
+    return cycles, checksum
 
 
 def _settings(args) -> dict:
@@ -119,10 +99,9 @@ def run(args) -> int:
             for algorithm in cfg["algorithms"]:
                 bar.set_postfix_str(f"{agg} {algorithm}")
                 run_sizes = [k for k in sizes if algorithm != "recalc" or k <= cfg["recalc_cap"]]
-                kernel = bulk_evict_kernel(registry.info(algorithm), spec)
-                kernel(values, 16, np.array([1, 8], np.int64), np.empty((2, 1), np.int64))  # compile
-                cycles = np.empty((len(run_sizes), cfg["repeat"]), np.int64)
-                kernel(values, window, np.array(run_sizes, np.int64), cycles)
+                info = registry.info(algorithm)
+                bulk_evict_cycles(info, spec, values, 16, [1, 8], 1)  # compile
+                cycles, _ = bulk_evict_cycles(info, spec, values, window, run_sizes, cfg["repeat"])
                 for count in sizes:
                     row = dict(algorithm=algorithm, aggregation=agg, window=window, count=count,
                                load_avg_1min=common.load_average(), **extra)

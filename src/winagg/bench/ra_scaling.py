@@ -6,22 +6,25 @@
   time of a run over the first n items alone (the fill) is subtracted.
   O(log n) shows as a straight line on the log-x axis.
 * ``firing``: a firing of m evicts + m inserts + one query, with the batches
-  as FlatFAT's level-by-level updates (``bulk_evict`` / ``bulk_insert``), for
+  as FlatFAT's level-by-level updates (``bulk_evict`` / ``bulk_insert``; single
+  ones at m = 1), one step of the window driver's bulk build each, for
   m in {1, 4, 64, n/16, n/4, n}: microseconds per firing and per tuple
   (predicted O(1 + log(n/m)) per tuple).
 * ``oscillating``: cycles of n inserts then n evicts, one query per
   operation, with capacity fixed at 4n ("fixed") or doubled when full and
-  halved below a quarter ("osc."): resizing amortizes to O(1) per operation.
+  halved below a quarter ("osc.", the driver's resizing build): resizing
+  amortizes to O(1) per operation.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import jitcache, registry
-from ..driver import compiled_driver, row_plan
+import numpy as np
+
+from .. import registry
+from ..driver import bulk_plan, compiled_driver, row_plan
 from ..driver import run as run_plan
-from ..ops import compiled_ops
 from . import common, ra_common
 
 NAME = "ra_scaling"
@@ -33,51 +36,26 @@ QUICK = dict(aggs=("max",), rounds=2000, repeat=1, ra_sizes=8)
 COLUMNS = ("part", "aggregation", "window", "m", "mode", "rounds", "median_us_per_item", "median_us_per_firing",
            "seconds", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
 
-_kernels: dict = {}
-
-
 def add_arguments(group) -> None:
     """The options only this experiment takes."""
     group.add_argument("--ra-sizes", type=int, metavar="K", help="largest window 2^K (default 23; --quick: 8)")
 
 
-def _funcs(agg: str):
-    if ("funcs", agg) not in _kernels:
-        from ..fifo import flatfat
-
-        spec = common.compiled_spec(agg)
-        _kernels[("funcs", agg)] = (flatfat.build(compiled_ops(spec)), spec)
-    return _kernels[("funcs", agg)]
+def _driver(agg: str, resize: bool = False):
+    """FlatFAT's bulk build of the window driver over ``agg`` (growing and shrinking as it goes
+    when ``resize``)."""
+    return compiled_driver(registry.info("flatfat"), common.compiled_spec(agg), bulk=True, resize=resize)
 
 
-def firing_kernel(agg: str):
-    """``kernel(values, n, m, firings) -> checksum``: fill n, then firings of m evicts + m inserts + query."""
-    if ("firing", agg) in _kernels:
-        return _kernels[("firing", agg)]
-    funcs, spec = _funcs(agg)
-    init, bulk_evict, bulk_insert, query = funcs.init, funcs.bulk_evict, funcs.bulk_insert, funcs.query
-    alloc, store, lift, lower = spec.layout.alloc, spec.layout.store, spec.lift, spec.lower
-
-    @jitcache.njit
-    def kernel(values, n, m, firings):
-        bufs, st = init(n + m)
-        staging = alloc(max(n, m))
-        for i in range(n):
-            store(staging, i, lift(values[i], i))
-        st = bulk_insert(bufs, st, staging, n)
-        checksum = 0.0
-        row = n
-        for _ in range(firings):
-            st = bulk_evict(bufs, st, m)
-            for k in range(m):
-                store(staging, k, lift(values[row + k], row + k))
-            st = bulk_insert(bufs, st, staging, m)
-            row += m
-            checksum += lower(query(bufs, st))
-        return checksum
-
-    _kernels[("firing", agg)] = kernel
-    return kernel
+def firing_run(agg: str, values, n: int, m: int, firings: int):
+    """``run() -> answers``: fill n items in one bulk insert, then ``firings`` steps of m evicts +
+    m inserts (FlatFAT's level-by-level ``bulk_evict`` / ``bulk_insert`` when m > 1) + a query,
+    through the window driver. The plan is made here, outside the timed ``run``."""
+    driver = _driver(agg)
+    plan = bulk_plan(np.r_[0, np.full(firings, m)], np.r_[n, np.full(firings, m)], np.r_[False, np.ones(firings, bool)],
+                     room=n + m)
+    values = values[:n + m * firings]
+    return lambda: run_plan(driver, values, plan, driver.init(n + m))[0]
 
 
 def steady_rounds(agg: str, values, n: int):
@@ -88,38 +66,18 @@ def steady_rounds(agg: str, values, n: int):
     return run_plan(driver, values, plan, driver.init(plan.room + 1))[0]
 
 
-def oscillating_kernel(agg: str):
-    """``kernel(values, n, cycles, fixed) -> checksum``: cycles of n inserts then n evicts, a query after each."""
-    if ("osc", agg) in _kernels:
-        return _kernels[("osc", agg)]
-    funcs, spec = _funcs(agg)
-    init, insert, evict, query, grow, shrink = (funcs.init, funcs.insert, funcs.evict, funcs.query, funcs.grow,
-                                                funcs.shrink)
-    lift, lower = spec.lift, spec.lower
-
-    @jitcache.njit
-    def kernel(values, n, cycles, fixed):
-        bufs, st = init(4 * n if fixed else 16)
-        for i in range(n // 4):  # the window oscillates between n/4 and 5n/4 items
-            st = insert(bufs, st, lift(values[i], i))
-        checksum = 0.0
-        row = n // 4
-        for _ in range(cycles):
-            for _ in range(n):
-                if st[2] - st[1] > st[0]:
-                    bufs, st = grow(bufs, st)
-                st = insert(bufs, st, lift(values[row], row))
-                row += 1
-                checksum += lower(query(bufs, st))
-            for _ in range(n):
-                st = evict(bufs, st)
-                if not fixed and st[0] + 1 > 16 and 4 * (st[2] - st[1]) < st[0] + 1:
-                    bufs, st = shrink(bufs, st)
-                checksum += lower(query(bufs, st))
-        return checksum
-
-    _kernels[("osc", agg)] = kernel
-    return kernel
+def oscillating_run(agg: str, values, n: int, cycles: int, fixed: bool):
+    """``run() -> answers``: from n/4 items, ``cycles`` cycles of n inserts then n evicts, a query
+    after each, through the window driver: with room for 4n items from the start (``fixed``), or
+    from room for 16 that doubles when full and halves below a quarter full (its resizing build).
+    The plan is made here, outside the timed ``run``."""
+    driver = _driver(agg, resize=not fixed)
+    one_cycle_inserts = np.r_[np.ones(n, np.int64), np.zeros(n, np.int64)]
+    inserts = np.r_[n // 4, np.tile(one_cycle_inserts, cycles)]
+    plan = bulk_plan(np.r_[0, np.tile(1 - one_cycle_inserts, cycles)], inserts, np.r_[False, np.ones(2 * n * cycles, bool)],
+                     room=4 * n if fixed else 1)
+    values = values[:int(inserts.sum())]
+    return lambda: run_plan(driver, values, plan, driver.init(4 * n if fixed else 16))[0]
 
 
 def _settings(args) -> dict:
@@ -152,7 +110,7 @@ def _per_item(cfg, agg, extra, bar) -> list:
 
 
 def _firings(cfg, agg, extra, bar) -> list:
-    rows, kernel = [], firing_kernel(agg)
+    rows = []
     for k in range(4, min(cfg["ra_sizes"], 20) + 1, 2):
         n = 2 ** k
         for m in sorted({1, 4, 64, n // 16, n // 4, n} - {0}):
@@ -160,7 +118,7 @@ def _firings(cfg, agg, extra, bar) -> list:
                 continue
             firings = max(3, min(cfg["rounds"] // m, cfg["rounds"] // 8))
             values = common.paper_values(n + m * firings + 1)
-            median, _ = ra_common.median_seconds(lambda: kernel(values, n, m, firings), cfg["repeat"])
+            median, _ = ra_common.median_seconds(firing_run(agg, values, n, m, firings), cfg["repeat"])
             rows.append(dict(part="firing", aggregation=agg, window=n, m=m, mode="bulk", rounds=firings,
                              median_us_per_item=round(median / (firings * m) * 1e6, 5),
                              median_us_per_firing=round(median / firings * 1e6, 4), seconds=round(median, 4),
@@ -170,13 +128,13 @@ def _firings(cfg, agg, extra, bar) -> list:
 
 
 def _oscillating(cfg, agg, extra, bar) -> list:
-    rows, kernel = [], oscillating_kernel(agg)
+    rows = []
     for k in range(4, min(cfg["ra_sizes"], 20) + 1, 2):
         n = 2 ** k
         cycles = max(1, cfg["rounds"] // (2 * n))
         values = common.paper_values(n // 4 + cycles * n + 1)
         for fixed in (True, False):
-            median, _ = ra_common.median_seconds(lambda: kernel(values, n, cycles, fixed), cfg["repeat"])
+            median, _ = ra_common.median_seconds(oscillating_run(agg, values, n, cycles, fixed), cfg["repeat"])
             rows.append(dict(part="oscillating", aggregation=agg, window=n, m=1, mode="fixed" if fixed else "osc.",
                              rounds=2 * n * cycles, median_us_per_item=round(median / (2 * n * cycles) * 1e6, 5),
                              seconds=round(median, 4), **extra))

@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..aggregations.sketches import stable_key
-from ..driver import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames, compiled_driver, python_driver, run
+from ..driver import compiled_driver, python_driver, run
+from ..frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from ..registry import info
 from ..rolling import choose_algorithm
 
