@@ -53,21 +53,16 @@ def paper_stream(first: int, count: int) -> np.ndarray:
 
 
 def stream_driver(name: str, agg: str):
-    """The timed window driver that runs the synthetic stream for ``name`` over ``agg``, built once
-    per process: FiBA's out-of-order driver (:func:`winagg.driver.compiled_out_of_order_driver`)
-    for a FiBA variant, the in-order driver's bulk build for a registry algorithm."""
-    key = (name, agg)
-    if key not in _drivers:
-        spec, opts = common.compiled_spec(agg), fiba_options(name)
-        if opts is not None:
-            _drivers[key] = compiled_out_of_order_driver(spec, opts, "float64", per_row=False, timed=True,
-                                                         evict_first=True)
-        else:
-            _drivers[key] = compiled_driver(registry.info(name), spec, timed=True, bulk=True)
-    return _drivers[key]
+    """The timed window driver that runs the synthetic stream for ``name`` over ``agg`` (built once
+    per process by the driver module): FiBA's out-of-order driver, evicting first
+    (:func:`winagg.driver.compiled_out_of_order_driver`), for a FiBA variant, the in-order
+    driver's bulk build for a registry algorithm."""
+    spec, opts = common.compiled_spec(agg), fiba_options(name)
+    if opts is not None:
+        return compiled_out_of_order_driver(spec, opts, "float64", per_row=False, timed=True, evict_first=True)
+    return compiled_driver(registry.info(name), spec, timed=True, bulk=True)
 
 
-_drivers: dict = {}
 _NONE_I = np.empty(0, np.int64)
 
 
