@@ -513,23 +513,6 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     def make_room(tree_state, room):
         return reserve(tree_state[0], tree_state[1], room)
 
-    def evict_due(b, st, forced, horizon, few_evicts):
-        """The step's ``forced`` single evictions, then the entries at or below ``horizon``: the first
-        ``few_evicts`` of those one by one from the oldest end, the rest in one bulk evict."""
-        # In a stream in time order one or two leave per step; the single evict is inlined into the
-        # loop, while FiBA compiles its bulk evict out of line (apart), so the call alone cost more
-        # than the eviction (11.8 -> 13.9 M rounds/s on vs_reference_ooo's rounds at d = 0).
-        done = 0
-        while entries(st) > 0 and (done < forced or oldest(b) <= horizon):
-            if done == forced + few_evicts:
-                return evict_upto(b, st, horizon)
-            st = evict(b, st)
-            done += 1
-        return st
-
-    # Inlined: one call site in each built loop (EVICT_FIRST keeps one of the two).
-    evict_due = jitcache.njit(evict_due, inline="always") if jit is jitcache.njit else evict_due
-
     def run_steps(values, times, adds, evicts, horizons, answers, lows, highs, positions, span, few, b, st,
                   want_counts, out, counts, batch_times, partials, k, cursor):
         """Steps k, k + 1, ... until the plan ends or the pool lacks room for a step's inserts:
@@ -546,8 +529,22 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
             forced = 0 if PER_ROW else evicts[k]
             if TIMED:
                 stamp = read_cycles() if want_counts else 0
+            # A step's evictions: the plan's single evictions, then the entries at or below the
+            # horizon, the first few_evicts of those one by one from the oldest end and the rest in
+            # one bulk evict. In a stream in time order one or two leave per step; the single evict is
+            # inlined into this loop, while FiBA compiles its bulk evict out of line (apart), so the
+            # call alone cost more than the eviction (11.8 -> 13.9 M rounds/s on vs_reference_ooo's
+            # rounds at d = 0). The same lines stand before the inserts (EVICT_FIRST) and after them,
+            # one copy pruned in each build: as one inlined helper function they made the per-row
+            # loop 15-20% slower on geomean (vs_reference_ooo, d = 0 to 64).
             if EVICT_FIRST:
-                st = evict_due(b, st, forced, horizons[k], few_evicts)
+                done = 0
+                while entries(st) > 0 and (done < forced or oldest(b) <= horizons[k]):
+                    if done == forced + few_evicts:
+                        st = evict_upto(b, st, horizons[k])
+                        break
+                    st = evict(b, st)
+                    done += 1
                 if TIMED:
                     evict_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
                     stamp += evict_cycles
@@ -569,7 +566,13 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 insert_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
                 stamp += insert_cycles
             if not EVICT_FIRST:
-                st = evict_due(b, st, forced, horizons[k], few_evicts)
+                done = 0
+                while entries(st) > 0 and (done < forced or oldest(b) <= horizons[k]):
+                    if done == forced + few_evicts:
+                        st = evict_upto(b, st, horizons[k])
+                        break
+                    st = evict(b, st)
+                    done += 1
                 if TIMED:
                     evict_cycles = cycles_after(np.float64(entries(st))) - stamp if want_counts else 0
                     stamp += evict_cycles
