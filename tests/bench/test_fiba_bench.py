@@ -17,7 +17,7 @@ def read(path):
 
 def test_fiba_latency_quick_writes_every_measure(tmp_path):
     out = tmp_path / "lat"
-    assert main(["bench", "fiba_latency", "--quick", "--algorithms", "b_fiba4,daba_lite", "--aggs", "max",
+    assert main(["bench", "fiba_latency", "--quick", "--algorithms", "b_fiba4,daba_lite", "--aggs", "sum",
                  "--out", str(out)]) == 0
     rows = read(out / "fiba_latency.csv")
     assert {(r["measure"], r["algorithm"]) for r in rows} == {
@@ -30,7 +30,7 @@ def test_fiba_latency_quick_writes_every_measure(tmp_path):
 
 def test_fiba_throughput_quick_sweeps(tmp_path):
     out = tmp_path / "thr"
-    assert main(["bench", "fiba_throughput", "--quick", "--algorithms", "b_fiba4", "--aggs", "max",
+    assert main(["bench", "fiba_throughput", "--quick", "--algorithms", "b_fiba4", "--aggs", "sum",
                  "--fiba-sweeps", "m_bulk,d_m1024", "--out", str(out)]) == 0
     rows = read(out / "fiba_throughput.csv")
     assert {r["sweep"] for r in rows} == {"m_bulk", "d_m1024"}
