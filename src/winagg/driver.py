@@ -498,9 +498,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     n the plan's steps; without it the loop runs untimed. A timed loop answers whole windows only.
 
     ``evict_first`` builds the loop whose steps evict before they insert, as the reference's
-    bulk rounds do (a FiBA round of m items evicted after its m inserts found n + m entries, and
-    at m = 1,024 took 40-60% longer than after the reference's order). The plans that the library
-    makes insert first: a batch's own items may be due for eviction.
+    bulk rounds do, so that the FiBA experiments time the same operations on windows of the
+    same sizes (an eviction finds n entries, not n + m). The plans that the library makes
+    insert first: a batch's own items may be due for eviction.
     """
     insert_at, evict, evict_upto, query, range_query = f.insert_at, f.evict, f.evict_upto, f.query, f.range_query
     bulk_insert, reserve, oldest, youngest = f.bulk_insert, f.reserve, f.oldest, f.youngest

@@ -17,8 +17,8 @@ import numpy as np
 
 from . import jitcache
 from .state import COMPILED
-from .driver import FEW_ONE_BY_ONE, NO_ANSWER, RANGE, compiled_out_of_order_driver, just_below, out_of_order_funcs, \
-    python_out_of_order_driver
+from .driver import FEW_ONE_BY_ONE, NO_ANSWER, RANGE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, \
+    out_of_order_funcs, python_out_of_order_driver, run_out_of_order
 
 #: The out-of-order pool is cut back to a fresh tree once it is empty and larger than this.
 _FRESH_CAPACITY = 16
@@ -150,9 +150,7 @@ class PythonBatches:
         """``(state, answers)``: one batch (see :func:`batch_kernel`)."""
         open_lows = lows if low_open else just_below(lows)
         lowest = np.iinfo(np.int64).min if when.dtype.kind == "i" else -np.inf
-        adds, evicts, horizons, answers, step_lows, step_highs = batch_steps(
-            when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest))
-        out, _, state = self.driver.drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs,
-                                          positions, horizon, FEW_ONE_BY_ONE, state, False,
-                                          self.driver.new_out(horizons.shape[0]))
+        plan = OutOfOrderPlan(*batch_steps(when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest)),
+                              positions, horizon)
+        out, _, state = run_out_of_order(self.driver, values, when, plan, state)
         return state, out[:lows.shape[0]]
