@@ -62,7 +62,9 @@ class Plan(NamedTuple):
 class Driver(NamedTuple):
     """One algorithm over one aggregation, ready to run plans (see :func:`run`)."""
 
-    #: ``drive(values, plan..., state, want_counts, out) -> (out, counts, state)``
+    #: in order (:func:`run`): ``drive(values, plan..., bufs, st, want_counts, out, counts, staging,
+    #: first_step, cursor) -> (state, next_step, cursor)``; out of order (:func:`run_out_of_order`):
+    #: ``drive(values, times, plan..., state, want_counts, out) -> (out, counts, state)``
     drive: Callable
     #: ``make_room(state, room) -> state``: capacity for ``room`` items
     make_room: Callable
@@ -73,6 +75,10 @@ class Driver(NamedTuple):
     #: cost about 58,000 page faults (0.14 s) in an array allocated inside the loop's
     #: function, about 1,000 in numpy's.
     new_out: Callable
+    #: cycle counts (or sizes) a step of a timed run records: three for a timed bulk build
+    counts_per_step: int = 1
+    #: ``staging(plan)``: the buffer a native bulk insert reads a step's partials from, made once per run
+    staging: Callable = lambda plan: None
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
@@ -114,8 +120,15 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
 
     ``resize`` builds the loop that grows a full window and halves one less than a quarter full
     (above :data:`SMALLEST_ROOM`) as it goes, instead of making room for the whole plan first:
-    the RA paper's oscillating-capacity experiment. The loop stops at each resize and the driver
-    resizes between two runs of it, so the loop's own function never reassigns a buffer.
+    the RA paper's oscillating-capacity experiment. The loop stops at each resize and a second
+    compiled function resizes between two runs of it, so the loop's own function never
+    reassigns a buffer.
+
+    The loop is the driver's ``drive`` itself, called from Python by :func:`run`, which makes
+    the counts and the bulk staging buffer: with the loop in a function of its own inlined into
+    a wrapper that made them, every build took about 30% longer to compile (numba's inlining
+    types the loop twice; 30.8 M Python calls against 18.9 M for six builds), which the test
+    suite, which builds many drivers, felt as minutes.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
     range_query = getattr(funcs, "range_query", None)
@@ -143,12 +156,8 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             return inserts[k]
         return 1 if inserts.shape[0] == 0 or inserts[k] else 0
 
-    needs = jit(needs)
-
-    def steps(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts, out, counts,
+    def drive(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts, out, counts,
               staging, first_step, cursor):
-        """Steps k, k + 1, ... to the plan's end (or, resizing, to the first step that needs a
-        resize first): ``(k, cursor, st)`` of the first step not run."""
         n = inserts.shape[0] if BULK else values.shape[0]
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
@@ -157,7 +166,7 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             if RESIZE:
                 room, live = capacity(st), size(st) + needs(inserts, k)
                 if live > room or (room > SMALLEST_ROOM and 4 * live < room):
-                    return k, cursor, st
+                    return (bufs, st), k, cursor
             if not BULK:
                 value = values[k]  # read first: in a timed build, before the stamp, as the round's input
             if TIMED:
@@ -216,33 +225,31 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
                     elif want_counts:
                         counts[k] = size(st)
                     out[k] = answer
-        return n, cursor, st
+        return (bufs, st), n, cursor
 
-    # Inlined into drive: called out of line, the same loop ran 7-30% slower (Two-Stacks Lite's and
-    # FlatFIT's sums over 2 M rows, window 4,096).
-    steps = jitcache.njit(steps, inline="always") if jit is jitcache.njit else jit(steps)
+    if RESIZE:
+        needs, loop = jit(needs), jit(drive)
 
-    def drive(values, evicts, inserts, emits, positions, window, widths, window_state, want_counts, out):
-        bufs, st = window_state
-        n = inserts.shape[0] if BULK else values.shape[0]
-        counts = np.empty((3 * n if BULK and TIMED else n) if want_counts else 0, np.int64)
-        if NATIVE_BULK:
-            staging = alloc(max(inserts.max(), 1) if n else 1)
-        else:
-            staging = None
-        k, cursor, st = steps(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts,
-                              out, counts, staging, 0, 0)
-        if RESIZE:
+        def drive(values, evicts, inserts, emits, positions, window, widths, bufs, st, want_counts, out, counts,
+                  staging, first_step, cursor):
+            n = inserts.shape[0] if BULK else values.shape[0]
+            (bufs, st), k, cursor = loop(values, evicts, inserts, emits, positions, window, widths, bufs, st,
+                                         want_counts, out, counts, staging, first_step, cursor)
             while k < n:
                 if size(st) + needs(inserts, k) > capacity(st):
                     bufs, st = grow(bufs, st)
                 else:
                     bufs, st = shrink(bufs, st)
-                k, cursor, st = steps(values, evicts, inserts, emits, positions, window, widths, bufs, st,
-                                      want_counts, out, counts, staging, k, cursor)
-        return out, counts, (bufs, st)
+                (bufs, st), k, cursor = loop(values, evicts, inserts, emits, positions, window, widths, bufs, st,
+                                             want_counts, out, counts, staging, k, cursor)
+            return (bufs, st), k, cursor
 
-    return Driver(jit(drive), jit(make_room), funcs.init, new_out)
+    def staging(plan):
+        if not NATIVE_BULK:
+            return None
+        return alloc(max(int(plan.inserts.max()), 1) if plan.inserts.shape[0] else 1)
+
+    return Driver(jit(drive), jit(make_room), funcs.init, new_out, 3 if BULK and TIMED else 1, staging)
 
 
 #: A resizing driver halves a window less than a quarter full only above this room.
@@ -266,11 +273,14 @@ POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
 
 def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     """``(out, counts, state)``: ``driver`` (:func:`compiled_driver`, :func:`python_driver`) over ``plan``."""
-    state = driver.make_room(state, plan.room)
+    bufs, st = driver.make_room(state, plan.room)
     n = plan.inserts.shape[0] if is_bulk(plan) else values.shape[0]
     out = driver.new_out(n * plan.widths.shape[0] if plan.widths.shape[0] else n)
-    return driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
-                        plan.widths, state, want_counts, out)
+    counts = np.empty((driver.counts_per_step * n) if want_counts else 0, np.int64)
+    staging = driver.staging(plan)
+    state, _, _ = driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
+                               plan.widths, bufs, st, want_counts, out, counts, staging, 0, 0)
+    return out, counts, state
 
 
 def is_bulk(plan: Plan) -> bool:
