@@ -79,6 +79,8 @@ class Driver(NamedTuple):
     counts_per_step: int = 1
     #: ``staging(plan)``: the buffer a native bulk insert reads a step's partials from, made once per run
     staging: Callable = lambda plan: None
+    #: the out-of-order ``drive`` for callers inside compiled code
+    compiled_drive: Callable = None
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
@@ -124,11 +126,9 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     compiled function resizes between two runs of it, so the loop's own function never
     reassigns a buffer.
 
-    The loop is the driver's ``drive`` itself, called from Python by :func:`run`, which makes
-    the counts and the bulk staging buffer: with the loop in a function of its own inlined into
-    a wrapper that made them, every build took about 30% longer to compile (numba's inlining
-    types the loop twice; 30.8 M Python calls against 18.9 M for six builds), which the test
-    suite, which builds many drivers, felt as minutes.
+    The loop is ``drive`` itself, called from Python by :func:`run`, which makes the counts and
+    the staging buffer: inlined into a compiled wrapper that made them, the loop took about 30%
+    longer to compile (30.8 M Python calls against 18.9 M for six builds), minutes of the suite.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
     range_query = getattr(funcs, "range_query", None)
@@ -245,9 +245,8 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
             return (bufs, st), k, cursor
 
     def staging(plan):
-        if not NATIVE_BULK:
-            return None
-        return alloc(max(int(plan.inserts.max()), 1) if plan.inserts.shape[0] else 1)
+        if NATIVE_BULK:
+            return alloc(max(int(plan.inserts.max()), 1) if plan.inserts.shape[0] else 1)
 
     return Driver(jit(drive), jit(make_room), funcs.init, new_out, 3 if BULK and TIMED else 1, staging)
 
@@ -631,7 +630,10 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 return out, counts, (b, st)
             b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
 
-    return Driver(jit(drive), jit(make_room), f.init, new_out)
+    # From Python, drive runs uncompiled around the compiled loop (it loops again only when the pool
+    # grows); compiled, it takes the tree's code through LLVM a second time. Compiled callers (a
+    # Window's batch kernel) take the compiled one.
+    return Driver(drive, jit(make_room), f.init, new_out, compiled_drive=jit(drive))
 
 
 #: The ``few`` of every out-of-order plan but the FiBA experiments' (see :func:`build_out_of_order_driver`).

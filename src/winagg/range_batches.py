@@ -71,7 +71,7 @@ def batch_kernel(spec, time_type: str):
     key = (spec.key, time_type)
     if key in _KERNELS:
         return _KERNELS[key]
-    drive = compiled_out_of_order_driver(spec, None, time_type, per_row=False).drive
+    drive = compiled_out_of_order_driver(spec, None, time_type, per_row=False).compiled_drive
     init = out_of_order_funcs_init(spec, time_type)
     below = _int_below if time_type == "int64" else _float_below
     lowest = np.iinfo(np.int64).min if time_type == "int64" else -np.inf
