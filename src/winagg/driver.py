@@ -79,8 +79,6 @@ class Driver(NamedTuple):
     counts_per_step: int = 1
     #: ``staging(plan)``: the buffer a native bulk insert reads a step's partials from, made once per run
     staging: Callable = lambda plan: None
-    #: the out-of-order ``drive`` for callers inside compiled code
-    compiled_drive: Callable = None
 
 
 def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Callable, position: Callable,
@@ -630,10 +628,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
                 return out, counts, (b, st)
             b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
 
-    # From Python, drive runs uncompiled around the compiled loop (it loops again only when the pool
-    # grows); compiled, it takes the tree's code through LLVM a second time. Compiled callers (a
-    # Window's batch kernel) take the compiled one.
-    return Driver(drive, jit(make_room), f.init, new_out, compiled_drive=jit(drive))
+    # drive runs uncompiled around the compiled loop (it loops again only when the pool grows):
+    # compiled, it took the tree's code through LLVM a second time, about a quarter of the build.
+    return Driver(drive, jit(make_room), f.init, new_out)
 
 
 #: The ``few`` of every out-of-order plan but the FiBA experiments' (see :func:`build_out_of_order_driver`).

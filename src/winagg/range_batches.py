@@ -7,8 +7,9 @@ the range ``[lows[j], highs[j]]`` (``(lows[j], highs[j]]`` when ``low_open``)
 of every window that closes, then evict every entry at or before ``horizon``.
 That is a plan for :mod:`winagg.driver`'s out-of-order loop: one step that
 inserts the batch and answers the first range, one step per further range and
-a last step that evicts. :func:`batch_kernel` runs it compiled, plan included,
-in one numba call; :class:`PythonBatches` runs the same plan over any monoid.
+a last step that evicts. :func:`batch_kernel` makes the plan with a compiled
+function and runs it through the compiled driver; :class:`PythonBatches` runs
+the same plan over any monoid.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import jitcache
-from .state import COMPILED
-from .driver import FEW_ONE_BY_ONE, NO_ANSWER, RANGE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, \
+from .state import PYTHON
+from .driver import NO_ANSWER, RANGE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, \
     out_of_order_funcs, python_out_of_order_driver, run_out_of_order
 
 #: The out-of-order pool is cut back to a fresh tree once it is empty and larger than this.
@@ -46,17 +47,6 @@ def batch_steps(m, lows, highs, horizon, lowest):
 
 _compiled_steps = jitcache.njit(batch_steps)
 
-
-@jitcache.njit(inline="always")
-def _int_below(lows):
-    return lows - 1
-
-
-@jitcache.njit(inline="always")
-def _float_below(lows):
-    return np.nextafter(lows, -np.inf)
-
-
 _KERNELS: dict = {}
 
 
@@ -66,42 +56,21 @@ def batch_kernel(spec, time_type: str):
 
     ``kernel(bufs, st, times, values, positions, lows, highs, low_open, horizon) -> (bufs, st, out)``
     runs one batch (see the module's docstring); ``out[j]`` answers range j, which must hold
-    an entry. ``fresh()`` is an empty tree.
+    an entry. ``fresh()`` is an empty tree. The plan is made by a compiled function that knows no
+    aggregation and the driver's compiled loop runs it; the kernel itself is Python, a few
+    microseconds a batch: compiled around them, it took FiBA's code through LLVM once more (a
+    Window's first batch compiled 41.5 s instead of about 31).
     """
     key = (spec.key, time_type)
-    if key in _KERNELS:
-        return _KERNELS[key]
-    drive = compiled_out_of_order_driver(spec, None, time_type, per_row=False).compiled_drive
-    init = out_of_order_funcs_init(spec, time_type)
-    below = _int_below if time_type == "int64" else _float_below
-    lowest = np.iinfo(np.int64).min if time_type == "int64" else -np.inf
-    steps = _compiled_steps
-    entries, limit = COMPILED.size, COMPILED.limit
-    out_dtype = spec.out_dtype
+    if key not in _KERNELS:
+        batches = Batches(compiled_out_of_order_driver(spec, None, time_type, per_row=False), _compiled_steps)
 
-    @jitcache.njit
-    def kernel(b, st, when, values, positions, lows, highs, low_open, horizon):
-        open_lows = lows if low_open else below(lows)
-        adds, evicts, horizons, answers, step_lows, step_highs = steps(when.shape[0], open_lows, highs, horizon,
-                                                                       lowest)
-        out, _, state = drive(values, when, adds, evicts, horizons, answers, step_lows, step_highs, positions,
-                              horizon, FEW_ONE_BY_ONE, (b, st), False, np.zeros(horizons.shape[0], out_dtype))
-        b, st = state
-        if entries(st) == 0 and limit(st) > _KEEP_CAPACITY:
-            b, st = init(_FRESH_CAPACITY)
-        return b, st, out[:lows.shape[0]]
+        def kernel(bufs, st, when, values, positions, lows, highs, low_open, horizon):
+            (bufs, st), out = batches.run((bufs, st), when, values, positions, lows, highs, low_open, horizon)
+            return bufs, st, out
 
-    def fresh():
-        return init(_FRESH_CAPACITY)
-
-    _KERNELS[key] = (kernel, fresh)
+        _KERNELS[key] = (kernel, batches.fresh)
     return _KERNELS[key]
-
-
-def out_of_order_funcs_init(spec, time_type: str):
-    from .registry import out_of_order
-
-    return out_of_order_funcs(out_of_order(), spec, None, time_type).init
 
 
 def compact_kernel(spec, time_type: str):
@@ -136,21 +105,31 @@ def compact_kernel(spec, time_type: str):
     return kernel
 
 
-class PythonBatches:
-    """The same batches over any monoid, in plain Python, on ``algorithm`` (an out-of-order
-    :class:`~winagg.registry.AlgorithmInfo`, options included)."""
+class Batches:
+    """Batches (see the module's docstring) through an out-of-order ``driver``, their plans made by
+    ``steps`` (:func:`batch_steps`, compiled or not)."""
 
-    def __init__(self, algorithm, monoid):
-        self.driver = python_out_of_order_driver(algorithm, monoid, per_row=False)
+    def __init__(self, driver, steps=batch_steps):
+        self.driver, self.steps = driver, steps
 
     def fresh(self):
         return self.driver.init(_FRESH_CAPACITY)
 
     def run(self, state, when, values, positions, lows, highs, low_open, horizon):
-        """``(state, answers)``: one batch (see :func:`batch_kernel`)."""
+        """``(state, answers)``: one batch; an emptied tree larger than a fresh one is made afresh."""
         open_lows = lows if low_open else just_below(lows)
         lowest = np.iinfo(np.int64).min if when.dtype.kind == "i" else -np.inf
-        plan = OutOfOrderPlan(*batch_steps(when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest)),
+        plan = OutOfOrderPlan(*self.steps(when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest)),
                               positions, horizon)
         out, _, state = run_out_of_order(self.driver, values, when, plan, state)
+        if PYTHON.size(state[1]) == 0 and PYTHON.limit(state[1]) > _KEEP_CAPACITY:
+            state = self.fresh()
         return state, out[:lows.shape[0]]
+
+
+class PythonBatches(Batches):
+    """The same batches over any monoid, in plain Python, on ``algorithm`` (an out-of-order
+    :class:`~winagg.registry.AlgorithmInfo`, options included)."""
+
+    def __init__(self, algorithm, monoid):
+        super().__init__(python_out_of_order_driver(algorithm, monoid, per_row=False))

@@ -2,8 +2,8 @@
 
 Which windows close is worked out with numpy over the batch's times; what they
 hold comes from one out-of-order tree (FiBA) through the driver's out-of-order
-loop (:mod:`winagg.range_batches`): one compiled call per batch for built-in
-numeric aggregations, the same plan in plain Python for any other monoid. A
+loop (:mod:`winagg.range_batches`): compiled for built-in numeric
+aggregations (the plan and the loop, one call each per batch), the same plan in plain Python for any other monoid. A
 window's event count comes from two binary searches over the sorted times of
 the events still in the tree (``live``).
 """

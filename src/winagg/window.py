@@ -88,8 +88,8 @@ class Window:
         the in-order algorithm :func:`winagg.rolling` would choose.
     compiled:
         ``None`` (default): a Window over a built-in numeric aggregation whose answer is
-        a number runs compiled (values become float64; one numba call per
-        :meth:`push_batch`, on state kept across calls); every other Window runs the
+        a number runs compiled (values become float64; each
+        :meth:`push_batch` one compiled loop, on state kept across calls); every other Window runs the
         same algorithm and the same window driver in plain Python. ``False`` forces
         plain Python; ``True`` raises ValueError where the compiled path does not exist.
 
