@@ -7,9 +7,10 @@ the range ``[lows[j], highs[j]]`` (``(lows[j], highs[j]]`` when ``low_open``)
 of every window that closes, then evict every entry at or before ``horizon``.
 That is a plan for :mod:`winagg.driver`'s out-of-order loop: one step that
 inserts the batch and answers the first range, one step per further range and
-a last step that evicts. :func:`batch_kernel` makes the plan with a compiled
-function and runs it through the compiled driver; :class:`PythonBatches` runs
-the same plan over any monoid.
+a last step that evicts. :func:`compiled_batches` makes the plan with a compiled
+function and runs it through the compiled driver (:func:`batch_kernel` is the
+same with the ``(bufs, st)`` arguments Spark's per-key trees keep);
+:class:`PythonBatches` runs the same plan over any monoid.
 """
 
 from __future__ import annotations
@@ -63,13 +64,22 @@ def batch_kernel(spec, time_type: str):
     """
     key = (spec.key, time_type)
     if key not in _KERNELS:
-        batches = Batches(compiled_out_of_order_driver(spec, None, time_type, per_row=False), _compiled_steps)
+        batches = compiled_batches(spec, time_type)
 
         def kernel(bufs, st, when, values, positions, lows, highs, low_open, horizon):
             (bufs, st), out = batches.run((bufs, st), when, values, positions, lows, highs, low_open, horizon)
             return bufs, st, out
 
         _KERNELS[key] = (kernel, batches.fresh)
+    return _KERNELS[key]
+
+
+def compiled_batches(spec, time_type: str) -> "Batches":
+    """:class:`Batches` over a built-in aggregation's compiled description ``spec`` and ``time_type``
+    times (the compiled driver, the compiled plan), built once per process."""
+    key = ("batches", spec.key, time_type)
+    if key not in _KERNELS:
+        _KERNELS[key] = Batches(compiled_out_of_order_driver(spec, None, time_type, per_row=False), _compiled_steps)
     return _KERNELS[key]
 
 

@@ -3,9 +3,10 @@
 Which windows close is worked out with numpy over the batch's times; what they
 hold comes from one out-of-order tree (FiBA) through the driver's out-of-order
 loop (:mod:`winagg.range_batches`): compiled for built-in numeric
-aggregations (the plan and the loop, one call each per batch), the same plan in plain Python for any other monoid. A
-window's event count comes from two binary searches over the sorted times of
-the events still in the tree (``live``).
+aggregations (the plan and the loop, one call each per batch), the same plan
+in plain Python for any other monoid. A window's event count comes from two
+binary searches over the sorted times of the events still in the tree
+(``live``).
 """
 
 from __future__ import annotations
@@ -72,23 +73,11 @@ class TimeWindows:
         return out
 
     def _make_runner(self):
-        from .range_batches import PythonBatches, batch_kernel
+        from .range_batches import PythonBatches, compiled_batches
 
         if self.spec is None:
             return PythonBatches(self.algorithm, self.monoid)
-        kernel, fresh = batch_kernel(self.spec, self.time_type)
-
-        class Compiled:
-            @staticmethod
-            def fresh():
-                return fresh()
-
-            @staticmethod
-            def run(state, *args):
-                bufs, st, out = kernel(state[0], state[1], *args)
-                return (bufs, st), out
-
-        return Compiled
+        return compiled_batches(self.spec, self.time_type)
 
     # ------------------------------------------------------------ events in
     def push(self, stamps: np.ndarray, values, as_frame: bool = False):
