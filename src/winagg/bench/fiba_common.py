@@ -26,7 +26,6 @@ from ..driver import (NO_ANSWER, WHOLE, OutOfOrderPlan, bulk_plan, compiled_driv
 from ..driver import run as run_plan
 from ..ops import power_of_two_at_least
 from . import common
-from .cycles import cycles_per_ns
 
 FIBA_ALGORITHMS = ("b_fiba4", "b_fiba8", "nb_fiba4", "nb_fiba8")
 IN_ORDER = ("two_stacks_lite", "daba", "daba_lite", "amta")
@@ -162,16 +161,6 @@ class FilledWindow:
         if not timed:
             return seconds, out, None, None
         return seconds, out, cycles[:rounds], cycles[rounds:2 * rounds]
-
-
-_PER_NS = []
-
-
-def cycles_per_ns_cached() -> float:
-    """The cycle counter's rate, calibrated once per process."""
-    if not _PER_NS:
-        _PER_NS.append(cycles_per_ns())
-    return _PER_NS[0]
 
 
 def run_rounds(name, agg, n, m, d, rounds, bulk_insert, timed, repeats=1):
