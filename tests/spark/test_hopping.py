@@ -22,7 +22,7 @@ from winagg.spark.hopping import HoppingWindows
 from winagg.spark.partition import Output, result_type
 from winagg.spark.pipeline import stamp_in_order
 
-MINUTE = 60_000_000  # microseconds
+MINUTE = 60_000_000_000  # nanoseconds, winagg's time unit
 #: The aggregations compared with Spark's (the kernels the per-event streaming tests compile too).
 NATIVE = {"max": "max", "count": "count", "sum": "sum", "mean": "avg"}
 
@@ -141,6 +141,9 @@ def test_batch_hopping_refuses_a_row_frame_and_a_number_order(spark):
     with pytest.raises(SparkInputError, match="window column"):
         sliding(df, partition_by="origin", order_by="ts", range="5 minutes", slide="1 minute",
                 aggs={"window_end": ("max", "delay")})
+    with pytest.raises(SparkInputError, match="slide '1500ns' is not a whole number of microseconds"):
+        sliding(df, partition_by="origin", order_by="ts", range="5 minutes", slide="1500ns",
+                aggs={"m": ("max", "delay")})
 
 
 SCHEMA = pa.schema([("id", pa.int64()), ("origin", pa.string()), ("ts", pa.timestamp("us", "UTC")),
@@ -206,7 +209,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
             else:
                 arrived.append((number, e))
         table = pa.table({"k": [e[1] for e in batch],
-                          "ts": pa.array([e[2] * MINUTE for e in batch], pa.timestamp("us", "UTC")),
+                          "ts": pa.array([e[2] * MINUTE for e in batch], pa.timestamp("ns", "UTC")),
                           "v": pa.array([e[3] for e in batch], pa.float64()),
                           BUCKET_COLUMN: pa.array([0] * len(batch), pa.int32())})
         closed, gone = windows.step(combine.combine(table) if batch else None,
@@ -335,9 +338,9 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
         run(chunks[2:], 3)
 
 
-def test_pane_state_written_with_the_schema_and_no_bucket_count_still_loads_as_64_buckets():
-    """States written before the panes were kept without their schema (an Arrow IPC stream, no
-    bucket count) load, with the count they were written with (64)."""
+def test_pane_states_written_before_the_nanosecond_layout_are_refused_by_name():
+    """A bucket's panes pickled in an earlier layout (microsecond pane starts, or no format at all)
+    are refused, not misread as nanoseconds."""
     from winagg.spark.hopping import PaneWindows, pane_parts
 
     outputs = [Output("max", "v", aggregations.get("max"), pa.float64())]
@@ -347,18 +350,12 @@ def test_pane_state_written_with_the_schema_and_no_bucket_count_still_loads_as_6
     windows.table = pa.Table.from_arrays(
         [pa.array(["a", "b"]), pa.array([0, 2 * MINUTE], pa.int64()), pa.array([1, 2], pa.int64()),
          pa.array([3.0, 4.0])], schema=windows._schema)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, windows.table.schema,
-                           options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
-        writer.write_table(windows.table)
-    old = {k: v for k, v in windows.__dict__.items() if k not in ("outputs", "table", "_schema", "buckets")}
-    old["table"] = sink.getvalue().to_pybytes()
-    loaded = PaneWindows.__new__(PaneWindows)
-    loaded.__setstate__(old)
-    loaded.bind(outputs, key_fields)
-    assert loaded.buckets == 64 and loaded.table.equals(windows.table)
     again = pickle.loads(pickle.dumps(windows)).bind(outputs, key_fields)
     assert again.buckets == 8 and again.table.equals(windows.table)
+    earlier = pickle.loads(pickle.dumps(windows))
+    earlier.format = 1
+    with pytest.raises(SparkInputError, match="state format 1.*reads format 2.*new checkpoint"):
+        earlier.bind(outputs, key_fields)
 
 
 def test_hopping_windows_pickled_in_the_earlier_layout_are_refused_by_name():
@@ -370,3 +367,7 @@ def test_hopping_windows_pickled_in_the_earlier_layout_are_refused_by_name():
     del earlier.format
     with pytest.raises(SparkInputError, match="state format 1.*new checkpoint"):
         earlier.bind(outputs)
+    in_microseconds = pickle.loads(pickle.dumps(windows))
+    in_microseconds.format = 2
+    with pytest.raises(SparkInputError, match="state format 2.*reads format 3"):
+        in_microseconds.bind(outputs)

@@ -123,6 +123,26 @@ def test_null_order_values_form_their_own_group_before_the_others():
     assert got == [3, 3, 4, 12]
 
 
+def test_timestamps_run_as_nanoseconds_and_one_past_2262_is_refused_naming_its_column():
+    """Spark's microsecond timestamps become int64 nanoseconds: range frames near both ends of that
+    range give their folds; a 9999-12-31 stamp raises InvalidTimeError instead of wrapping around."""
+    import datetime as dt
+
+    from winagg.errors import InvalidTimeError
+
+    stamps = [dt.datetime(1677, 9, 22), dt.datetime(1677, 9, 22, 0, 0, 2), dt.datetime(2262, 4, 10),
+              dt.datetime(2262, 4, 10, 0, 0, 1, 500)]
+    table = pa.table({"k": ["a"] * 4, "t": pa.array(stamps, pa.timestamp("us", "UTC")), "v": [1, 2, 4, 8]})
+    output = Output("s", "v", winagg.aggregations.get("sum"), pa.int64())
+    windows = PartitionWindows(["k"], "t", Frame(span=2_000_000_000), [output])  # 2 s in nanoseconds
+    out = pa.Table.from_batches(list(windows(iter(table.to_batches()))))
+    assert out.column("s").to_pylist() == [1, 3, 4, 12]
+    stamps[-1] = dt.datetime(9999, 12, 31)
+    late = table.set_column(1, "t", pa.array(stamps, pa.timestamp("us", "UTC")))
+    with pytest.raises(InvalidTimeError, match="column 't' holds a timestamp outside int64 nanoseconds"):
+        list(windows(iter(late.to_batches())))
+
+
 def test_strings_run_compiled_through_stable_keys_for_hll_and_count():
     names = [f"N{i % 30}" for i in range(200)]
     table = pa.table({"k": ["x"] * 200, "t": list(range(200)), "v": names})

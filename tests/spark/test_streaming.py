@@ -165,27 +165,28 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
 
     rng = np.random.default_rng(3)
     n = 300
-    times = np.sort(rng.integers(0, 3000, n)) * 1_000_000  # microseconds, many peers
-    arrival = np.argsort(times + rng.integers(-300, 300, n) * 1_000_000, kind="stable")
+    second = 1_000_000_000  # nanoseconds, winagg's time unit
+    times = np.sort(rng.integers(0, 3000, n)) * second  # many peers
+    arrival = np.argsort(times + rng.integers(-300, 300, n) * second, kind="stable")
     values = rng.normal(size=n)
     values[rng.random(n) < 0.1] = np.nan
     tags = rng.choice(np.array(["a", "b", "c", None], dtype=object), n)
-    events = pd.DataFrame({"id": np.arange(n), "ts": pd.to_datetime(times, unit="us", utc=True), "v": values,
+    events = pd.DataFrame({"id": np.arange(n), "ts": pd.to_datetime(times, unit="ns", utc=True), "v": values,
                            "d": tags})
     schema = pa.schema([("v", pa.float64()), ("d", pa.string())])
     wanted = [("count", "v", 600), ("mean", "v", 600), ("max", "v", 900), ("stddev", "v", 600), ("hll", "d", 900)]
     outputs = [Output(name, column, aggregations.get(name),
                       result_type(aggregations.get(name), schema.field(column).type)) for name, column, _ in wanted]
-    state = _KeyState(outputs, [seconds * 1_000_000 for *_, seconds in wanted], schema)
+    state = _KeyState(outputs, [seconds * second for *_, seconds in wanted], schema)
     answered, watermark, kept = [], -math.inf, np.ones(n, bool)
     for part in np.array_split(arrival, 8):
         late = times[part] < watermark
         kept[part[late]] = False
         state.add(events.iloc[part[~late]].reset_index(drop=True), times[part[~late]])
-        watermark = max(watermark, times[part].max() - 240_000_000)
+        watermark = max(watermark, times[part].max() - 240 * second)
         done = state.close(watermark)
         if done is not None:
-            assert (_micro(done["ts"]) < watermark).all()
+            assert (_nanos(done["ts"]) < watermark).all()
             answered.append(done)
         state = pickle.loads(cloudpickle.dumps(state))
     answered.append(state.close(np.iinfo(np.int64).max))
@@ -195,7 +196,7 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
     for name, column, seconds in wanted:
         monoid = aggregations.get(name)
         for i in np.flatnonzero(kept):
-            inside = kept & (times >= times[i] - seconds * 1_000_000) & (times <= times[i])
+            inside = kept & (times >= times[i] - seconds * second) & (times <= times[i])
             items = [x for x in events[column][inside]
                      if x is not None and not (isinstance(x, float) and math.isnan(x))]
             want = _fold(monoid, items) if items or name == "count" else None
@@ -207,8 +208,8 @@ def test_a_keys_state_answers_each_event_once_final_over_out_of_order_micro_batc
                 assert got.loc[i, name] == pytest.approx(want, rel=1e-9), (name, i)
 
 
-def _micro(stamps: pd.Series) -> np.ndarray:
-    return stamps.dt.tz_convert(None).astype("datetime64[us]").astype(np.int64).to_numpy()
+def _nanos(stamps: pd.Series) -> np.ndarray:
+    return stamps.dt.tz_convert(None).astype("datetime64[ns]").astype(np.int64).to_numpy()
 
 
 def test_a_keys_state_of_another_layout_is_refused_by_name():
@@ -233,11 +234,11 @@ def test_a_keys_state_runs_the_kernels_of_the_batch_job():
                for name in ("mean", "max")]
     stamps = pa.array([0, 5_000_000, 9_000_000], pa.timestamp("us", "UTC"))
     table = pa.table({"k": ["a", "a", "a"], "ts": stamps, "v": [1.0, None, 4.0]})
-    batch_rows = pa.Table.from_batches(list(PartitionWindows(["k"], "ts", Frame(span=6_000_000), outputs)(
+    batch_rows = pa.Table.from_batches(list(PartitionWindows(["k"], "ts", Frame(span=6_000_000_000), outputs)(
         iter(table.to_batches())))).to_pandas()
     built = set(driver._compiled), set(range_batches._KERNELS)
-    state = _KeyState(outputs, [6_000_000, 6_000_000], schema)
-    state.add(table.select(["ts", "v"]).to_pandas(), np.array([0, 5_000_000, 9_000_000], np.int64))
+    state = _KeyState(outputs, [6_000_000_000, 6_000_000_000], schema)  # nanoseconds
+    state.add(table.select(["ts", "v"]).to_pandas(), np.array([0, 5_000_000_000, 9_000_000_000], np.int64))
     done = state.close(np.iinfo(np.int64).max)
     assert (set(driver._compiled), set(range_batches._KERNELS)) == built
     assert done["mean"].tolist() == batch_rows["mean"].tolist() == [1.0, 1.0, 4.0]

@@ -46,7 +46,8 @@ def _check_columns(df, names, role):
 
 
 def _span(value, order_type) -> Union[int, float]:
-    """The range in the order column's units: microseconds for timestamps, days for dates."""
+    """The range in the order column's units: nanoseconds for timestamps (winagg's time unit; Spark
+    keeps microseconds), days for dates."""
     arrow = _arrow_type(order_type)
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, str, dt.timedelta)):
         raise SparkInputError(f"range must be a number or a duration, got {value!r}")
@@ -54,16 +55,16 @@ def _span(value, order_type) -> Union[int, float]:
         import pandas as pd
 
         if isinstance(value, numbers.Real):  # seconds, as when the column is cast to long
-            micros = round(float(value) * 1_000_000)
+            nanos = round(float(value) * 1_000_000_000)
         else:
             try:
-                micros = pd.Timedelta(value).value // 1000
+                nanos = int(pd.Timedelta(value).value)
             except ValueError as error:
                 raise SparkInputError(f"range {value!r} is not a duration ({error})") from None
         if pa.types.is_timestamp(arrow):
-            span = micros
+            span = nanos
         else:
-            days, rest = divmod(micros, 86_400_000_000)
+            days, rest = divmod(nanos, 86_400_000_000_000)
             if rest:
                 raise SparkInputError(f"range {value!r} is not a whole number of days, as a date column needs")
             span = days
@@ -229,8 +230,8 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
     if slide is not None:
-        size_us, slide_us = hopping_spans(df, order, frame, range, slide)
-        return _hopping(df, keys, order[0], size_us, slide_us, outputs, num_partitions)
+        size, slide = hopping_spans(df, order, frame, range, slide)
+        return _hopping(df, keys, order[0], size, slide, outputs, num_partitions)
     from pyspark.sql.types import StructField, StructType
 
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
@@ -241,7 +242,7 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
 
 
 def hopping_spans(df, order, frame: Frame, size, slide):
-    """``(size, slide)`` in microseconds for hopping windows on the timestamp column ``order[0]``."""
+    """``(size, slide)`` in nanoseconds for hopping windows on the timestamp column ``order[0]``."""
     from pyspark.sql.types import TimestampNTZType, TimestampType
 
     if frame.span is None:
@@ -249,15 +250,18 @@ def hopping_spans(df, order, frame: Frame, size, slide):
     if not isinstance(df.schema[order[0]].dataType, (TimestampType, TimestampNTZType)):
         raise SparkInputError(f"slide needs a timestamp order_by column, as Spark's window() does; "
                               f"{order[0]!r} is {df.schema[order[0]].dataType.simpleString()}")
-    slide_us = _span(slide, df.schema[order[0]].dataType)
-    if slide_us <= 0:
+    slide_ns = _span(slide, df.schema[order[0]].dataType)
+    if slide_ns <= 0:
         raise SparkInputError(f"slide must be a positive duration, got {slide!r}")
     if frame.span <= 0:
         raise SparkInputError(f"range must be a positive duration with slide=, got {size!r}")
-    return int(frame.span), int(slide_us)
+    for name, value, nanos in (("range", size, frame.span), ("slide", slide, slide_ns)):
+        if nanos % 1000:  # a window bound between two microseconds is no Spark timestamp
+            raise SparkInputError(f"{name} {value!r} is not a whole number of microseconds, Spark's time unit")
+    return int(frame.span), int(slide_ns)
 
 
-def _hopping(df, keys, order, size_us, slide_us, outputs, num_partitions):
+def _hopping(df, keys, order, size, slide, outputs, num_partitions):
     """:func:`sliding` with ``slide=``: one row per key and window holding rows."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
@@ -273,7 +277,7 @@ def _hopping(df, keys, order, size_us, slide_us, outputs, num_partitions):
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
-    windows = HoppingPartition(keys, order, size_us, slide_us, outputs, keyed, _arrow_type(time_type))
+    windows = HoppingPartition(keys, order, size, slide, outputs, keyed, _arrow_type(time_type))
     needed = list(dict.fromkeys(keys + [order] + [o.column for o in outputs]))
     timed = df.where(F.col(order).isNotNull()).select(*needed)
     partitioned = timed.repartition(num_partitions, *keys) if num_partitions else \

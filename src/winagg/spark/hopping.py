@@ -54,9 +54,9 @@ def _compiled_spec(monoid):
     return monoid.compiled_for(np.dtype(np.float64))
 
 
-#: The layout of a key's pickled hopping windows (2: a mean's tree holds sums): a checkpoint written
-#: with another is refused by name.
-TREES_FORMAT = 2
+#: The layout of a key's pickled hopping windows (2: a mean's tree holds sums; 3: times in
+#: nanoseconds, not microseconds): a checkpoint written with another is refused by name.
+TREES_FORMAT = 3
 
 
 def _mean_from_sums(monoid) -> bool:
@@ -75,9 +75,8 @@ def tree_spec(monoid):
 class _CompiledTree:
     """A built-in aggregation's FiBA tree in a numba kernel.
 
-    Rows go in at their time rounded down to a multiple of ``rounding``. Times are
-    microseconds held as float64 (exact to 2**53 microseconds, 285 years), the
-    kernels the per-event streaming windows use, so both modes share compiled code.
+    Rows go in at their time (int64 nanoseconds) rounded down to a multiple of ``rounding``:
+    the tree kernels of :class:`winagg.Window`'s datetime windows.
     """
 
     def __init__(self, spec, rounding: int):
@@ -87,12 +86,12 @@ class _CompiledTree:
 
     def step(self, times, values, positions, lows, highs, horizon):
         """Insert (times sorted), answer ``lows[j] <= time <= highs[j]``, evict ``<= horizon``."""
-        kernel, fresh = batch_kernel(self.spec, "float64")
+        kernel, fresh = batch_kernel(self.spec, "int64")
         if self.bufs is None:
             self.bufs, self.st = fresh()
-        self.bufs, self.st, out = kernel(self.bufs, self.st, times.astype(np.float64), values, positions,
-                                         lows.astype(np.float64), highs.astype(np.float64), False,
-                                         np.float64(horizon))
+        self.bufs, self.st, out = kernel(self.bufs, self.st, times.astype(np.int64), values, positions,
+                                         lows.astype(np.int64), highs.astype(np.int64), False,
+                                         np.int64(horizon))
         return out
 
     def __getstate__(self):
@@ -103,8 +102,7 @@ class _CompiledTree:
         state = dict(self.__dict__)
         state.pop("spec")
         if self.bufs is not None and self.st[0] > 2 * self.st[2] + 64:
-            state["bufs"], state["st"] = compact_kernel(self.spec, "float64")(self.bufs, self.st,
-                                                                              self.entry_times.astype(np.float64))
+            state["bufs"], state["st"] = compact_kernel(self.spec, "int64")(self.bufs, self.st, self.entry_times)
         return state
 
 
@@ -141,7 +139,7 @@ class HoppingWindows:
     """The hopping windows of one key: feed rows with :meth:`step`, get the windows that closed.
 
     ``outputs`` are the aggregations (``Output``), ``size`` and ``slide`` in
-    microseconds, ``keyed_columns`` the input columns whose items are reduced
+    nanoseconds, ``keyed_columns`` the input columns whose items are reduced
     to a stable key (strings counted by HyperLogLog, say).
     """
 
@@ -197,10 +195,10 @@ class HoppingWindows:
 
     # ------------------------------------------------------------ feeding
     def step(self, rows: Optional[pd.DataFrame], times: Optional[np.ndarray], watermark) -> Optional[pa.Table]:
-        """Add ``rows`` (times in microseconds, any order, none older than :meth:`first_open`),
-        then close every window whose end is ``<= watermark`` (microseconds;
+        """Add ``rows`` (times in nanoseconds, any order, none older than :meth:`first_open`),
+        then close every window whose end is ``<= watermark`` (nanoseconds;
         ``math.inf`` closes all). Returns the closed windows that hold rows, by start, as
-        an Arrow table of ``window_start``, ``window_end`` (int64 microseconds) and the
+        an Arrow table of ``window_start``, ``window_end`` (int64 nanoseconds) and the
         outputs, or None when none closed."""
         n = 0 if rows is None else len(rows)
         if n:
@@ -258,7 +256,7 @@ class HoppingWindows:
 
     # ------------------------------------------------------------ closing
     def next_end(self) -> Optional[int]:
-        """The end (microseconds) of the next window to close that holds rows, or None."""
+        """The end (nanoseconds) of the next window to close that holds rows, or None."""
         if not len(self.panes) or self.next_k >= _INT_HIGH:
             return None
         first = max(int((self.panes[0] - self.size) // self.slide + 1), int(self.next_k))
@@ -302,6 +300,11 @@ class HoppingWindows:
 
 
 # ---------------------------------------------------------------- batch: one Spark partition
+def _timestamps(nanos: pa.ChunkedArray, time_type: pa.DataType) -> pa.Array:
+    """Window bounds (int64 nanoseconds) as the order column's timestamps."""
+    return nanos.combine_chunks().cast(pa.timestamp("ns", time_type.tz)).cast(time_type)
+
+
 class HoppingPartition:
     """``mapInArrow`` function: batches sorted by ``keys`` then ``order`` (no null times) in,
     one row per key and window holding rows out (keys, window bounds, outputs).
@@ -330,7 +333,7 @@ class HoppingPartition:
             starts = list(np.flatnonzero(new_key)) + [batch.num_rows]
             if starts[0] != 0:
                 starts.insert(0, 0)
-            times = order_values(batch.column(self.order))
+            times = order_values(batch.column(self.order), self.order)
             frame = batch.to_pandas()
             for begin, end in zip(starts, starts[1:]):
                 if new_key[begin]:
@@ -350,7 +353,7 @@ class HoppingPartition:
             return
         n = table.num_rows
         columns = [key_row.column(name).take(pa.array(np.zeros(n, np.int64))) for name in self.keys]
-        columns += [table.column(name).combine_chunks().cast(self.time_type) for name in WINDOW_COLUMNS]
+        columns += [_timestamps(table.column(name), self.time_type) for name in WINDOW_COLUMNS]
         columns += [table.column(o.name).combine_chunks() for o in self.outputs]
         yield pa.RecordBatch.from_arrays(columns, names=self.keys + list(WINDOW_COLUMNS) + [o.name for o in self.outputs])
 
@@ -366,8 +369,9 @@ _THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 #: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
 _WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
-#: The key buckets of states written before the bucket count was kept in them.
-LEGACY_KEY_BUCKETS = 64
+#: The layout of a bucket's pickled panes (2: pane starts in nanoseconds, not microseconds): a
+#: checkpoint written with another is refused by name.
+PANES_FORMAT = 2
 
 
 def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
@@ -432,7 +436,7 @@ class PaneCombine:
             stamps = table.column(self.time)
         from .partition import order_values
 
-        times = order_values(stamps.combine_chunks())
+        times = order_values(stamps.combine_chunks(), self.time)
         columns = {k: table.column(k) for k in self.keys}
         columns[BUCKET_COLUMN] = table.column(BUCKET_COLUMN)
         columns[PANE_COLUMN] = pa.array((times // self.pane) * self.pane, pa.int64())
@@ -466,6 +470,7 @@ class PaneWindows:
 
     def __init__(self, outputs: Sequence[Output], size: int, slide: int, keys, parts, key_fields,
                  buckets: Optional[int] = None):
+        self.format = PANES_FORMAT
         self.size, self.slide = int(size), int(slide)
         self.pane = math.gcd(self.size, self.slide)
         self.keys, self.parts = list(keys), list(parts)
@@ -478,6 +483,9 @@ class PaneWindows:
     def bind(self, outputs: Sequence[Output], key_fields) -> "PaneWindows":
         """Give an unpickled state its outputs and the key columns' fields back (the same for every
         bucket, so not kept in the state); returns it."""
+        from .streaming import checked_format
+
+        checked_format(self, PANES_FORMAT, "hopping panes")
         self.outputs = list(outputs)
         fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64())]
         fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in self.parts]
@@ -502,16 +510,6 @@ class PaneWindows:
             state["_stored"] = (0, b"")
         return state
 
-    def __setstate__(self, state):
-        if "table" in state:  # written before the panes were kept without their schema
-            state = dict(state)
-            state.setdefault("buckets", LEGACY_KEY_BUCKETS)
-            table = pa.ipc.open_stream(state.pop("table")).read_all()
-            self.__dict__.update(state)
-            self.table = table
-            return
-        self.__dict__.update(state)
-
     def __len__(self) -> int:
         return self.table.num_rows
 
@@ -523,7 +521,7 @@ class PaneWindows:
 
     def step(self, panes: Optional[pa.Table], watermark) -> tuple:
         """Merge ``panes`` (rows of :func:`pane_schema`), close the windows ending at or before
-        the watermark (microseconds). Returns ``(closed, dropped)``: an Arrow table of keys,
+        the watermark (nanoseconds). Returns ``(closed, dropped)``: an Arrow table of keys,
         window bounds and outputs (or None) and the rows of panes that came too late."""
         dropped = 0
         if panes is not None and panes.num_rows:
@@ -638,7 +636,7 @@ class PaneWindows:
             self.table = self.table.filter(keep)
 
     def next_end(self) -> Optional[int]:
-        """The end (microseconds) of the next window to close that holds panes, or None."""
+        """The end (nanoseconds) of the next window to close that holds panes, or None."""
         if not self.table.num_rows or self.next_k >= _INT_HIGH:
             return None
         oldest = int(pc.min(self.table.column(PANE_COLUMN)).as_py())

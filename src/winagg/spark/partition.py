@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..aggregations.sketches import stable_key
 from ..driver import compiled_driver, python_driver, run
+from ..errors import InvalidTimeError
 from ..frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from ..registry import info
 from ..rolling import choose_algorithm
@@ -80,11 +81,16 @@ def _key_values(column: pa.Array) -> np.ndarray:
     return keys[pc.index_in(column, unique).to_numpy(zero_copy_only=False).astype(np.int64)]
 
 
-def order_values(column: pa.Array) -> np.ndarray:
-    """The order column as int64 (integers, dates in days, timestamps in microseconds) or float64."""
+def order_values(column: pa.Array, name: str) -> np.ndarray:
+    """The order column ``name`` as int64 (integers, dates in days, timestamps in nanoseconds since
+    the epoch, winagg's one time unit) or float64.
+
+    Spark's timestamps (microseconds, years 1 to 9999) outside int64 nanoseconds (1677-09-21 to
+    2262-04-11, pandas' range) raise InvalidTimeError naming the column.
+    """
     kind = column.type
     if pa.types.is_timestamp(kind):
-        column = column.cast(pa.timestamp("us", kind.tz)).cast(pa.int64())
+        column = timestamp_nanos(column, name)
     elif pa.types.is_date(kind):
         column = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
     elif pa.types.is_integer(kind):
@@ -92,6 +98,17 @@ def order_values(column: pa.Array) -> np.ndarray:
     else:
         column = column.cast(pa.float64())
     return pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+
+
+def timestamp_nanos(column: pa.Array, name: str) -> pa.Array:
+    """A timestamp column as int64 nanoseconds since the epoch (nulls stay null)."""
+    try:
+        return column.cast(pa.timestamp("ns", column.type.tz)).cast(pa.int64())
+    except pa.ArrowInvalid:  # a safe cast refuses what int64 nanoseconds cannot hold
+        import pandas as pd
+
+        raise InvalidTimeError(f"column {name!r} holds a timestamp outside int64 nanoseconds since the epoch "
+                               f"({pd.Timestamp.min} .. {pd.Timestamp.max}), winagg's time unit") from None
 
 
 def _plain_numbers(column: pa.Array) -> bool:
@@ -253,7 +270,7 @@ class PartitionRun:
                 return None
             batch, reset, group_start = batch.slice(0, last_group), reset[:last_group], group_start[:last_group]
             n = last_group
-        times = order_values(batch.column(spec.order)) if spec.frame.rows is None else None
+        times = order_values(batch.column(spec.order), spec.order) if spec.frame.rows is None else None
         columns = [self._output(o, batch, reset, group_start, times) for o in spec.outputs]
         tail = batch.slice(n - 1)
         self.previous = tail.select(spec.keys + ([spec.order] if spec.order not in spec.keys else []))

@@ -32,9 +32,12 @@ from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_typ
 from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan
 
 
-#: The layout of a key's pickled state: a checkpoint written with another is refused by name.
-STATE_FORMAT = 2
-#: The event time inside a key's windows (int64 microseconds), apart from the event's own columns.
+#: The layout of a key's pickled state (3: times in nanoseconds, not microseconds): a checkpoint
+#: written with another is refused by name.
+STATE_FORMAT = 3
+#: Spark's watermark and timers count milliseconds; winagg's times are nanoseconds.
+NANOS_PER_MS = 1_000_000
+#: The event time inside a key's windows (int64 nanoseconds), apart from the event's own columns.
 _TIME = "__winagg_time"
 
 
@@ -50,30 +53,31 @@ class _KeyState:
     micro-batch to the next.
     """
 
-    def __init__(self, outputs: Sequence[Output], spans_us: Sequence[int], input_schema: pa.Schema):
+    def __init__(self, outputs: Sequence[Output], spans: Sequence[int], input_schema: pa.Schema):
         self.format = STATE_FORMAT
         self.input_schema = input_schema  # the columns the outputs read, typed as the batch job reads them
         by_span: dict = {}
-        for output, span in zip(outputs, spans_us):
+        for output, span in zip(outputs, spans):
             by_span.setdefault(int(span), []).append(output)
         self.runs = [PartitionRun(PartitionWindows([], _TIME, Frame(span=span), grouped))
                      for span, grouped in by_span.items()]
         self.pending: Optional[pd.DataFrame] = None
-        self.pending_times = np.empty(0, np.int64)  # the pending events' times, int64 microseconds
+        self.pending_times = np.empty(0, np.int64)  # the pending events' times, int64 nanoseconds
         self.dropped = 0
 
     def add(self, events: pd.DataFrame, times: np.ndarray) -> None:
-        """Keep ``events`` (their times in microseconds) until the watermark passes them."""
+        """Keep ``events`` (their times in nanoseconds) until the watermark passes them."""
         self.pending = events if self.pending is None else pd.concat([self.pending, events], ignore_index=True)
         self.pending_times = np.concatenate([self.pending_times, times])
 
     def oldest_pending(self) -> Optional[int]:
-        """The time (microseconds) of the oldest event not final yet, or None."""
+        """The time (nanoseconds) of the oldest event not final yet, or None."""
         return int(self.pending_times.min()) if len(self.pending_times) else None
 
-    def close(self, watermark_us) -> Optional[pd.DataFrame]:
-        """The pending events that became final at the watermark, in time order, with their results."""
-        final = self.pending_times < watermark_us
+    def close(self, watermark) -> Optional[pd.DataFrame]:
+        """The pending events that became final at the watermark (nanoseconds), in time order, with
+        their results."""
+        final = self.pending_times < watermark
         if not final.any():
             return None
         final_times = self.pending_times[final]
@@ -101,7 +105,7 @@ def checked_format(state, expected: int, what: str):
     return state
 
 
-def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], input_schema: pa.Schema) -> None:
+def warm_up_key_state(outputs: Sequence[Output], spans: Sequence[int], input_schema: pa.Schema) -> None:
     """Compile (or load from numba's disk cache) the kernels a per-event stream's keys run: those
     of the batch job's range frames, over two events without values.
 
@@ -110,7 +114,7 @@ def warm_up_key_state(outputs: Sequence[Output], spans_us: Sequence[int], input_
     share this machine's cache). After a batch run over the same columns it compiles nothing.
     """
     events = pa.table([pa.nulls(2, f.type) for f in input_schema], names=input_schema.names).to_pandas()
-    key_state = _KeyState(outputs, spans_us, input_schema)
+    key_state = _KeyState(outputs, spans, input_schema)
     key_state.add(events, np.array([0, 1], np.int64))
     key_state.close(np.iinfo(np.int64).max)
 
@@ -119,10 +123,10 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     """Compile (or load from numba's disk cache) every kernel hopping windows of ``outputs`` run.
 
     Called on the driver before a query starts, for the reason :func:`warm_up_key_state`
-    gives. Hopping windows kept per key run FiBA's batch step over float64 times and the
+    gives. Hopping windows kept per key run FiBA's batch step over int64 times and the
     compaction that pickling a state runs, for every output and the non-null counts; kept as
-    panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes
-    only. Each is a FiBA tree of its own, about half a minute on a 2-core machine.
+    panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
+    float64 positions only. Each is a FiBA tree of its own, about half a minute on a 2-core machine.
     """
     from ..range_batches import batch_kernel, compact_kernel
 
@@ -133,22 +137,34 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     else:
         specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
         specs += [tree_spec(o.monoid) for o in outputs]
-    empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
+    time_type = np.float64 if panes else np.int64
+    empty, none, no_times = np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, time_type)
     for spec in {s.key: s for s in specs if s is not None}.values():
-        kernel, fresh = batch_kernel(spec, "float64")
+        kernel, fresh = batch_kernel(spec, time_type.__name__)
         bufs, st = fresh()
-        kernel(bufs, st, empty, empty, none, empty, empty, False, np.float64(0))
-        compact_kernel(spec, "float64")(bufs, st, empty)
+        kernel(bufs, st, no_times, empty, none, no_times, no_times, False, time_type(0))
+        if not panes:  # a bucket's panes are kept as arrays, never as a tree
+            compact_kernel(spec, time_type.__name__)(bufs, st, no_times)
 
 
-def _micros(times: pd.Series) -> np.ndarray:
-    """Event times as int64 microseconds since the epoch (timestamps with or without a zone; without
+def _nanos(times: pd.Series) -> np.ndarray:
+    """Event times as int64 nanoseconds since the epoch (timestamps with or without a zone; without
     one, the time is read as UTC, as the session's time zone is)."""
     if isinstance(times.dtype, pd.DatetimeTZDtype):
         times = times.dt.tz_convert("UTC").dt.tz_localize(None)
     elif times.dtype.kind != "M":  # pd.to_datetime scans a datetime64 column's values first: skipped when typed
         times = pd.to_datetime(times, utc=True).dt.tz_localize(None)
-    return times.to_numpy("datetime64[us]").astype(np.int64)
+    return times.to_numpy("datetime64[ns]").astype(np.int64)
+
+
+def _watermark(watermark_ms: int):
+    """Spark's watermark (milliseconds; 0 before the first) as nanoseconds, or -inf."""
+    return watermark_ms * NANOS_PER_MS if watermark_ms > 0 else -math.inf
+
+
+def _timer_at(end: int) -> int:
+    """The timer (milliseconds) that fires once the watermark reaches ``end`` (nanoseconds)."""
+    return -(-end // NANOS_PER_MS)
 
 
 def _processor_class():
@@ -169,16 +185,16 @@ def _processor_class():
             if self.state.exists():
                 return checked_format(pickle.loads(zlib.decompress(self.state.get()[0])), STATE_FORMAT, "windows")
             c = self.config
-            return _KeyState(c["outputs"], c["spans_us"], c["input_schema"])
+            return _KeyState(c["outputs"], c["spans"], c["input_schema"])
 
         def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
             c = self.config
-            done = key_state.close(watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
+            done = key_state.close(_watermark(watermark_ms))
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             oldest = key_state.oldest_pending()
-            if oldest is not None:  # fires once the watermark (ms) reaches past the oldest pending time (us)
-                self.handle.registerTimer(oldest // 1000 + 1)
+            if oldest is not None:  # fires once the watermark (ms) reaches past the oldest pending time (ns)
+                self.handle.registerTimer(oldest // NANOS_PER_MS + 1)
             # HyperLogLog registers are mostly zeros: compression shrinks the state several times.
             # cloudpickle: a user monoid's functions may come from a module this process cannot
             # import (shipped by value with the processor); plain pickle would refer to them by name.
@@ -194,8 +210,8 @@ def _processor_class():
             events = pd.concat(list(rows), ignore_index=True)
             untimed = events[c["time"]].isna()
             events = events[~untimed]
-            times = _micros(events[c["time"]])
-            late = times < watermark_ms * 1000 if watermark_ms > 0 else np.zeros(len(times), bool)
+            times = _nanos(events[c["time"]])
+            late = times < _watermark(watermark_ms)
             key_state.dropped += int(untimed.sum() + late.sum())
             if c["dropped"] is not None and (untimed.any() or late.any()):
                 c["dropped"].add(int(untimed.sum() + late.sum()))
@@ -276,13 +292,13 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     missing = [o.name for o in outputs if o.name not in ranges]
     if missing:
         raise SparkInputError(f"range gives no range for the output column {missing[0]!r}")
-    spans_us = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
+    spans = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
     input_schema = pa.schema([pa.field(c, _arrow_input_type(df, c)) for c in dict.fromkeys(o.column for o in outputs)])
-    warm_up_key_state(outputs, spans_us, input_schema)
+    warm_up_key_state(outputs, spans, input_schema)
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
-    config = {"outputs": outputs, "spans_us": spans_us, "time": order_by, "columns": columns,
+    config = {"outputs": outputs, "spans": spans, "time": order_by, "columns": columns,
               "input_schema": input_schema, "dropped": accumulator}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
@@ -334,18 +350,18 @@ def _hopping_processor_class():
 
         def _step(self, key, windows, events, times, watermark_ms) -> Iterator[pd.DataFrame]:
             c = self.config
-            closed = windows.step(events, times, watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
+            closed = windows.step(events, times, _watermark(watermark_ms))
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             end = windows.next_end()
-            if end is not None:  # fires once the watermark (ms) reaches the end (us) of the next window
-                self.handle.registerTimer(-(-end // 1000))
+            if end is not None:  # fires once the watermark reaches the end of the next window
+                self.handle.registerTimer(_timer_at(end))
             # cloudpickle: a user monoid may come from a module this process cannot import
             self.state.update((zlib.compress(cloudpickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL), 1),))
             if closed is not None and closed.num_rows:
                 frame = pd.DataFrame({name: [value] * closed.num_rows for name, value in zip(c["keys"], key)})
                 for name in WINDOW_COLUMNS:
-                    stamps = pd.to_datetime(closed.column(name).to_numpy(), unit="us", utc=True)
+                    stamps = pd.to_datetime(closed.column(name).to_numpy(), unit="ns", utc=True)
                     frame[name] = stamps.tz_localize(None) if c["ntz"] else stamps
                 for output in c["outputs"]:
                     frame[output.name] = pd.Series(closed.column(output.name).to_pylist(), dtype=object)
@@ -358,7 +374,7 @@ def _hopping_processor_class():
             events = pd.concat(list(rows), ignore_index=True)
             untimed = events[c["time"]].isna()
             events = events[~untimed]
-            times = _micros(events[c["time"]])
+            times = _nanos(events[c["time"]])
             # as Spark's window(): an event still counts in the windows not yet reported; it is
             # late (dropped, counted) when every window holding it has been reported
             late = times < windows.first_open()
@@ -410,11 +426,11 @@ def _pane_processor_class():
 
         def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
             c = self.config
-            closed, dropped = windows.step(panes, watermark_ms * 1000 if watermark_ms > 0 else -math.inf)
+            closed, dropped = windows.step(panes, _watermark(watermark_ms))
             if dropped and c["dropped"] is not None:
                 c["dropped"].add(dropped)
             end = windows.next_end()
-            timer = None if end is None else -(-end // 1000)  # ms: the watermark reaches the window's end
+            timer = None if end is None else _timer_at(end)
             if timer != windows.timer:
                 if windows.timer is not None and windows.timer != expired:
                     self.handle.deleteTimer(windows.timer)
@@ -449,8 +465,8 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
     frame = {}
     for name in config["columns"]:
         column = closed.column(name)
-        if name in WINDOW_COLUMNS:  # int64 microseconds, never null
-            stamps = pd.DatetimeIndex(column.to_numpy().astype("datetime64[us]").astype("datetime64[ns]"))
+        if name in WINDOW_COLUMNS:  # int64 nanoseconds, never null
+            stamps = pd.DatetimeIndex(column.to_numpy().astype("datetime64[ns]"))
             frame[name] = stamps if config["ntz"] else stamps.tz_localize("UTC")
         elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
             frame[name] = column.to_numpy()
@@ -468,7 +484,7 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
 KEY_BUCKETS = 8
 
 
-def _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type, buckets):
+def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts, time_type, buckets):
     """:func:`sliding_stream` with ``slide=`` and pane-combinable outputs: rows become panes before
     the stateful operator, which keeps every bucket's panes as arrays."""
     from pyspark.sql import functions as F
@@ -480,10 +496,10 @@ def _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
     schema = pane_schema(key_fields, parts)
-    pane = math.gcd(size_us, slide_us)
+    pane = math.gcd(size_ns, slide_ns)
     combine = PaneCombine(keys, order_by, pane, parts, schema, accumulator)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    config = {"outputs": outputs, "size": size_us, "slide": slide_us, "keys": keys, "parts": parts,
+    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
               "key_fields": key_fields, "columns": columns, "dropped": accumulator,
               "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets)}
     out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
@@ -510,7 +526,7 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     if isinstance(size, Mapping):
         raise SparkInputError("with slide=, range is one window size for every output, not a mapping")
     time_type = df.schema[order_by].dataType
-    size_us, slide_us = hopping_spans(df, [order_by], Frame(span=_span(size, time_type)), size, slide)
+    size_ns, slide_ns = hopping_spans(df, [order_by], Frame(span=_span(size, time_type)), size, slide)
     taken = set(keys) | set(WINDOW_COLUMNS)
     clash = [o.name for o in outputs if o.name in taken]
     if clash:
@@ -520,12 +536,12 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
     compile_kernels(outputs, panes=parts is not None)
     if parts is not None:
-        return _pane_stream(df, keys, order_by, size_us, slide_us, outputs, lateness, parts, time_type,
+        return _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts, time_type,
                             KEY_BUCKETS)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    config = {"outputs": outputs, "size": size_us, "slide": slide_us, "time": order_by, "keys": keys,
+    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "time": order_by, "keys": keys,
               "columns": columns, "keyed_columns": keyed, "dropped": accumulator,
               "ntz": isinstance(time_type, TimestampNTZType)}
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
