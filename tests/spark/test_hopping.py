@@ -338,6 +338,19 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
         run(chunks[2:], 3)
 
 
+def test_a_window_that_would_end_past_int64_nanoseconds_is_refused_not_wrapped():
+    from winagg.errors import InvalidTimeError
+
+    outputs = [Output("max", "v", aggregations.get("max"), pa.float64())]
+    windows = HoppingWindows(outputs, 10 * MINUTE, 4 * MINUTE)
+    last = np.iinfo(np.int64).max - 5 * MINUTE  # 2262-04-11 23:42
+    closed = windows.step(pd.DataFrame({"v": [1.0]}), np.array([last - 10 * MINUTE], np.int64), math.inf)
+    assert closed.column("max").to_pylist() == [1.0, 1.0, 1.0]
+    with pytest.raises(InvalidTimeError, match="would end past 2262-04-11"):
+        HoppingWindows(outputs, 10 * MINUTE, 4 * MINUTE).step(pd.DataFrame({"v": [1.0]}),
+                                                             np.array([last], np.int64), math.inf)
+
+
 def test_pane_states_written_before_the_nanosecond_layout_are_refused_by_name():
     """A bucket's panes pickled in an earlier layout (microsecond pane starts, or no format at all)
     are refused, not misread as nanoseconds."""

@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..registry import make, out_of_order
+from ..errors import InvalidTimeError
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import batch_kernel
 from .partition import Output, _key_values, _to_arrow, empty_is_null
@@ -126,6 +127,14 @@ class _PythonTree:
         return out
 
 
+def _check_window_ends(latest: int, size: int) -> None:
+    """InvalidTimeError if a window holding time ``latest`` could end past int64 nanoseconds
+    (a bound that would wrap around)."""
+    if latest > _INT_HIGH - size:
+        raise InvalidTimeError(f"a window of {size} ns holding the time {pd.Timestamp(latest)} would end past "
+                               f"{pd.Timestamp.max}, the last time int64 nanoseconds hold")
+
+
 def _last_closed(size: int, slide: int, watermark) -> int:
     """The largest k whose window ``[k*slide, k*slide + size)`` ends at or before the watermark."""
     if watermark == math.inf or watermark >= _INT_HIGH:
@@ -204,6 +213,7 @@ class HoppingWindows:
         if n:
             order = np.argsort(times, kind="stable")
             times = np.asarray(times, np.int64)[order]
+            _check_window_ends(int(times[-1]), self.size)
             rows = rows.iloc[order].reset_index(drop=True)
             positions = np.arange(self.seen, self.seen + n, dtype=np.int64)[order]
             self.seen += n
@@ -525,6 +535,7 @@ class PaneWindows:
         window bounds and outputs (or None) and the rows of panes that came too late."""
         dropped = 0
         if panes is not None and panes.num_rows:
+            _check_window_ends(int(pc.max(panes.column(PANE_COLUMN)).as_py()), self.size)
             if self.next_k != _INT_LOW:
                 late = pc.less(panes.column(PANE_COLUMN), pa.scalar(self.first_open(), pa.int64()))
                 dropped = int(pc.sum(pc.filter(panes.column(ROWS_COLUMN), late)).as_py() or 0)
