@@ -480,7 +480,7 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
 #: state read and write and a timer whatever the bucket holds, so few buckets (enough to spread
 #: over the stateful operator's partitions) are cheaper than many. Read when sliding_stream is
 #: called and kept in every bucket's state: a checkpoint resumed with another count fails, naming
-#: both (states written before the count was kept used 64).
+#: both.
 KEY_BUCKETS = 8
 
 
