@@ -379,8 +379,8 @@ _THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 #: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
 _WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
-#: The layout of a bucket's pickled panes (2: pane starts in nanoseconds, not microseconds): a
-#: checkpoint written with another is refused by name.
+#: The layout of a bucket's pickled panes (2: pane numbers, start / pane, where 1 kept microsecond
+#: starts): a checkpoint written with another is refused by name.
 PANES_FORMAT = 2
 
 
@@ -503,16 +503,26 @@ class PaneWindows:
         stored = self.__dict__.pop("_stored", None)
         if stored is not None:
             size, blob = stored
-            data = pa.decompress(blob, decompressed_size=size, codec="zstd") if size else b""
-            self.table = pa.Table.from_batches([pa.ipc.read_record_batch(pa.py_buffer(data), self._schema)]) \
-                if size else self._schema.empty_table()
+            self.table = self._schema.empty_table()
+            if size:
+                data = pa.decompress(blob, decompressed_size=size, codec="zstd")
+                kept = pa.Table.from_batches([pa.ipc.read_record_batch(pa.py_buffer(data), self._schema)])
+                self.table = self._panes_as(kept, numbers=False)
         return self
+
+    def _panes_as(self, table: pa.Table, numbers: bool) -> pa.Table:
+        """``table`` with its pane starts as pane numbers (start / pane, exact: small integers that
+        compress to fewer bytes in a stored state) or, ``numbers=False``, back to starts."""
+        index = table.schema.get_field_index(PANE_COLUMN)
+        column = table.column(index)
+        column = pc.divide(column, self.pane) if numbers else pc.multiply_checked(column, self.pane)
+        return table.set_column(index, PANE_COLUMN, column)
 
     def __getstate__(self):
         # The panes as one Arrow record batch, without its schema (bind gives it back), zstd-compressed
         # whole: a bucket's state is little more than its numbers.
         state = {k: v for k, v in self.__dict__.items() if k not in ("outputs", "table", "_schema")}
-        batch = self.table.combine_chunks().to_batches()
+        batch = self._panes_as(self.table, numbers=True).combine_chunks().to_batches()
         if batch and batch[0].num_rows:
             data = batch[0].serialize()
             state["_stored"] = (data.size, pa.compress(data, codec="zstd", asbytes=True))
