@@ -1,5 +1,7 @@
 """The window driver's plans against brute force, and a plan cut into batches against one batch."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -73,8 +75,8 @@ def _brute_range(valid, reset, group_start, times, span):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("cut", [None, 17])
-def test_frames_give_spark_frames_across_batches(seed, cut):
+@pytest.mark.parametrize("cut, pickled", [(None, False), (17, False), (17, True)])
+def test_frames_give_spark_frames_across_batches(seed, cut, pickled):
     valid, reset, group_start, times = _keyed_input(seed)
     n = valid.size
     if cut is not None:  # a range frame's batches end at whole groups
@@ -92,6 +94,10 @@ def test_frames_give_spark_frames_across_batches(seed, cut):
         plan = ranges.plan(valid[part], reset[part], group_start[part], times[part])
         out, counts, range_state = run(driver, values[part], plan, range_state, want_counts=True)
         got_ranges += [sorted(o) for o in ranges.spread(out)]
+        if pickled:  # as a streaming key keeps them between micro-batches: the window's times only
+            live = ranges.tail - ranges.head
+            rows, ranges = pickle.loads(pickle.dumps(rows)), pickle.loads(pickle.dumps(ranges))
+            assert ranges.held.shape == (live,) and not hasattr(ranges, "owner")
     assert got_rows == _brute_rows(valid, reset, 3)
     assert got_ranges == _brute_range(valid, reset, group_start, times, 2)
 

@@ -132,6 +132,15 @@ class RangeFrames:
             self.held, self.head, self.tail, self.seen)
         return Plan(evicts, valid, emits, positions, 0, max(int(room), 1))
 
+    def __getstate__(self):
+        # A streaming key pickles its frames between micro-batches: the window's times, not the
+        # buffer's spare room nor the last plan's owners (a plan makes its own).
+        state = dict(self.__dict__)
+        state["held"] = self.held[self.head:self.tail].copy()
+        state["head"], state["tail"] = 0, self.tail - self.head
+        state.pop("owner", None)
+        return state
+
     def spread(self, values):
         """``values`` of the last plan's steps with each group's answer (given at the group's
         last row) copied to every row of the group."""
