@@ -90,7 +90,7 @@ def order_values(column: pa.Array, name: str) -> np.ndarray:
     """
     kind = column.type
     if pa.types.is_timestamp(kind):
-        column = timestamp_nanos(column, name)
+        column = _timestamp_nanos(column, name)
     elif pa.types.is_date(kind):
         column = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
     elif pa.types.is_integer(kind):
@@ -100,7 +100,7 @@ def order_values(column: pa.Array, name: str) -> np.ndarray:
     return pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
 
 
-def timestamp_nanos(column: pa.Array, name: str) -> pa.Array:
+def _timestamp_nanos(column: pa.Array, name: str) -> pa.Array:
     """A timestamp column as int64 nanoseconds since the epoch (nulls stay null)."""
     try:
         return column.cast(pa.timestamp("ns", column.type.tz)).cast(pa.int64())
