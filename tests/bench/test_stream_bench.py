@@ -23,14 +23,17 @@ def test_the_source_is_one_file_per_micro_batch_in_arrival_order_each_event_near
 
 def test_batch_figures_are_medians_over_the_micro_batches_that_read_events():
     progress = [
-        {"numInputRows": 10, "durationMs": {"triggerExecution": 900},
+        {"numInputRows": 10, "durationMs": {"triggerExecution": 900, "addBatch": 600},
          "stateOperators": [{"commitTimeMs": 300}, {"commitTimeMs": 20}]},
-        {"numInputRows": 10, "durationMs": {"triggerExecution": 500}, "stateOperators": [{"commitTimeMs": 100}]},
-        {"numInputRows": 10, "durationMs": {"triggerExecution": 700}, "stateOperators": [{"commitTimeMs": 200}]},
-        {"numInputRows": 0, "durationMs": {"triggerExecution": 5000}, "stateOperators": [{"commitTimeMs": 4000}]},
+        {"numInputRows": 10, "durationMs": {"triggerExecution": 500, "addBatch": 450},
+         "stateOperators": [{"commitTimeMs": 100}]},
+        {"numInputRows": 10, "durationMs": {"triggerExecution": 700, "addBatch": 400},
+         "stateOperators": [{"commitTimeMs": 200}]},
+        {"numInputRows": 0, "durationMs": {"triggerExecution": 5000, "addBatch": 4500},
+         "stateOperators": [{"commitTimeMs": 4000}]},
     ]
-    assert stream.batch_figures(progress) == {"trigger_ms": 700, "commit_ms": 200}
-    assert stream.batch_figures([]) == {"trigger_ms": 0.0, "commit_ms": 0.0}
+    assert stream.batch_figures(progress) == {"trigger_ms": 700, "query_ms": 450, "commit_ms": 200}
+    assert stream.batch_figures([]) == {"trigger_ms": 0.0, "query_ms": 0.0, "commit_ms": 0.0}
 
 
 def test_hopping_is_compared_with_the_native_run_of_its_key_count_and_slide():
