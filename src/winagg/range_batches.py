@@ -8,9 +8,8 @@ of every window that closes, then evict every entry at or before ``horizon``.
 That is a plan for :mod:`winagg.driver`'s out-of-order loop: one step that
 inserts the batch and answers the first range, one step per further range and
 a last step that evicts. :func:`compiled_batches` makes the plan with a compiled
-function and runs it through the compiled driver (:func:`batch_kernel` is the
-same with the ``(bufs, st)`` arguments Spark's per-key trees keep);
-:class:`PythonBatches` runs the same plan over any monoid.
+function and runs it through the compiled driver; :class:`PythonBatches` runs
+the same plan over any monoid.
 """
 
 from __future__ import annotations
@@ -51,32 +50,15 @@ _compiled_steps = jitcache.njit(batch_steps)
 _KERNELS: dict = {}
 
 
-def batch_kernel(spec, time_type: str):
-    """``(kernel, fresh)`` for a built-in aggregation's compiled description ``spec`` and
-    ``time_type`` ("int64" or "float64") times, built once per process.
-
-    ``kernel(bufs, st, times, values, positions, lows, highs, low_open, horizon) -> (bufs, st, out)``
-    runs one batch (see the module's docstring); ``out[j]`` answers range j, which must hold
-    an entry. ``fresh()`` is an empty tree. The plan is made by a compiled function that knows no
-    aggregation and the driver's compiled loop runs it; the kernel itself is Python, a few
-    microseconds a batch: compiled around them, it took FiBA's code through LLVM once more (a
-    Window's first batch compiled 41.5 s instead of about 31).
-    """
-    key = (spec.key, time_type)
-    if key not in _KERNELS:
-        batches = compiled_batches(spec, time_type)
-
-        def kernel(bufs, st, when, values, positions, lows, highs, low_open, horizon):
-            (bufs, st), out = batches.run((bufs, st), when, values, positions, lows, highs, low_open, horizon)
-            return bufs, st, out
-
-        _KERNELS[key] = (kernel, batches.fresh)
-    return _KERNELS[key]
-
-
 def compiled_batches(spec, time_type: str) -> "Batches":
     """:class:`Batches` over a built-in aggregation's compiled description ``spec`` and ``time_type``
-    times (the compiled driver, the compiled plan), built once per process."""
+    ("int64" or "float64") times, built once per process.
+
+    The plan is made by a compiled function that knows no aggregation and the driver's compiled
+    loop runs it; :meth:`Batches.run` itself is Python, a few microseconds a batch: compiled
+    around them, it took FiBA's code through LLVM once more (a Window's first batch compiled
+    41.5 s instead of about 31).
+    """
     key = ("batches", spec.key, time_type)
     if key not in _KERNELS:
         _KERNELS[key] = Batches(compiled_out_of_order_driver(spec, None, time_type, per_row=False), _compiled_steps)
@@ -126,7 +108,8 @@ class Batches:
         return self.driver.init(_FRESH_CAPACITY)
 
     def run(self, state, when, values, positions, lows, highs, low_open, horizon):
-        """``(state, answers)``: one batch; an emptied tree larger than a fresh one is made afresh."""
+        """``(state, answers)``: one batch; ``answers[j]`` answers range j, which must hold an entry.
+        An emptied tree larger than a fresh one is made afresh."""
         open_lows = lows if low_open else just_below(lows)
         lowest = np.iinfo(np.int64).min if when.dtype.kind == "i" else -np.inf
         plan = OutOfOrderPlan(*self.steps(when.shape[0], open_lows, highs, horizon, when.dtype.type(lowest)),

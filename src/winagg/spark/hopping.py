@@ -41,7 +41,7 @@ from .. import aggregations
 from ..registry import make, out_of_order
 from ..errors import InvalidTimeError
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
-from ..range_batches import batch_kernel
+from ..range_batches import compiled_batches
 from .partition import Output, _key_values, _to_arrow, empty_is_null
 
 #: The name of the two columns that say which window a result row is.
@@ -87,12 +87,12 @@ class _CompiledTree:
 
     def step(self, times, values, positions, lows, highs, horizon):
         """Insert (times sorted), answer ``lows[j] <= time <= highs[j]``, evict ``<= horizon``."""
-        kernel, fresh = batch_kernel(self.spec, "int64")
+        batches = compiled_batches(self.spec, "int64")
         if self.bufs is None:
-            self.bufs, self.st = fresh()
-        self.bufs, self.st, out = kernel(self.bufs, self.st, times.astype(np.int64), values, positions,
-                                         lows.astype(np.int64), highs.astype(np.int64), False,
-                                         np.int64(horizon))
+            self.bufs, self.st = batches.fresh()
+        (self.bufs, self.st), out = batches.run((self.bufs, self.st), times.astype(np.int64), values, positions,
+                                                lows.astype(np.int64), highs.astype(np.int64), False,
+                                                np.int64(horizon))
         return out
 
     def __getstate__(self):
@@ -626,10 +626,9 @@ class PaneWindows:
                 answers[name] = (before[after] - before[first]).astype(np.float64)
                 continue
             spec = _compiled_spec(aggregations.get(_WINDOW_COMBINE[part]))
-            kernel, fresh = batch_kernel(spec, "float64")
-            bufs, st = fresh()
-            _, _, answers[name] = kernel(bufs, st, axis, values.astype(np.float64), np.zeros(len(axis), np.int64),
-                                         lows, highs, False, np.float64(-np.inf))
+            batches = compiled_batches(spec, "float64")
+            _, answers[name] = batches.run(batches.fresh(), axis, values.astype(np.float64),
+                                           np.zeros(len(axis), np.int64), lows, highs, False, np.float64(-np.inf))
         columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
         self._drop_reported()
         columns += [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]

@@ -128,7 +128,7 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
     float64 positions only. Each is a FiBA tree of its own, about half a minute on a 2-core machine.
     """
-    from ..range_batches import batch_kernel, compact_kernel
+    from ..range_batches import compact_kernel, compiled_batches
 
     from .hopping import pane_combiners, tree_spec
 
@@ -140,9 +140,9 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     time_type = np.float64 if panes else np.int64
     empty, none, no_times = np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, time_type)
     for spec in {s.key: s for s in specs if s is not None}.values():
-        kernel, fresh = batch_kernel(spec, time_type.__name__)
-        bufs, st = fresh()
-        kernel(bufs, st, no_times, empty, none, no_times, no_times, False, time_type(0))
+        batches = compiled_batches(spec, time_type.__name__)
+        (bufs, st), _ = batches.run(batches.fresh(), no_times, empty, none, no_times, no_times, False,
+                                    time_type(0))
         if not panes:  # a bucket's panes are kept as arrays, never as a tree
             compact_kernel(spec, time_type.__name__)(bufs, st, no_times)
 
