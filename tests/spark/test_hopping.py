@@ -187,7 +187,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
     """The streaming pane path (PaneCombine then PaneWindows, state pickled between micro-batches):
     a window holds the rows that arrived before it was reported; a row arriving after all of its
     windows were reported is dropped and counted, one arriving later than some is counted in the others."""
-    from winagg.spark.hopping import BUCKET_COLUMN, PaneCombine, PaneWindows, pane_parts, pane_schema
+    from winagg.spark.hopping import PaneCombine, PaneWindows, pane_parts, pane_schema
 
     names = ["max", "count", "sum", "mean", "min"]
     outputs = [Output(n, "v", aggregations.get(n), result_type(aggregations.get(n), pa.float64())) for n in names]
@@ -210,8 +210,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
                 arrived.append((number, e))
         table = pa.table({"k": [e[1] for e in batch],
                           "ts": pa.array([e[2] * MINUTE for e in batch], pa.timestamp("ns", "UTC")),
-                          "v": pa.array([e[3] for e in batch], pa.float64()),
-                          BUCKET_COLUMN: pa.array([0] * len(batch), pa.int32())})
+                          "v": pa.array([e[3] for e in batch], pa.float64())})
         closed, gone = windows.step(combine.combine(table) if batch else None,
                                     watermark if chunk is not None else math.inf)
         dropped += gone

@@ -409,9 +409,8 @@ def pane_combiners(outputs: Sequence[Output]) -> list:
 
 
 def pane_schema(key_fields: Sequence[pa.Field], parts) -> pa.Schema:
-    """The Arrow schema of pane rows: keys, bucket, pane start, rows, then the parts."""
-    fields = list(key_fields) + [pa.field(BUCKET_COLUMN, pa.int32()), pa.field(PANE_COLUMN, pa.int64()),
-                                 pa.field(ROWS_COLUMN, pa.int64())]
+    """The Arrow schema of pane rows: keys, pane start, rows, then the parts."""
+    fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64()), pa.field(ROWS_COLUMN, pa.int64())]
     fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in parts]
     return pa.schema(fields)
 
@@ -448,7 +447,6 @@ class PaneCombine:
 
         times = order_values(stamps.combine_chunks(), self.time)
         columns = {k: table.column(k) for k in self.keys}
-        columns[BUCKET_COLUMN] = table.column(BUCKET_COLUMN)
         columns[PANE_COLUMN] = pa.array((times // self.pane) * self.pane, pa.int64())
         values, wanted = {}, [([], "count_all")]
         for column, part, name in self.parts:
@@ -457,9 +455,9 @@ class PaneCombine:
                 columns[values[column]] = _as_float(table.column(column))
             wanted.append((values[column], "count", pc.CountOptions("only_valid")) if part == "nn"
                           else (values[column], _FIRST_COMBINE[part]))
-        grouped = pa.table(columns).group_by(self.keys + [BUCKET_COLUMN, PANE_COLUMN], use_threads=False) \
+        grouped = pa.table(columns).group_by(self.keys + [PANE_COLUMN], use_threads=False) \
             .aggregate(wanted)
-        out = [grouped.column(k) for k in self.keys + [BUCKET_COLUMN, PANE_COLUMN]] + [grouped.column("count_all")]
+        out = [grouped.column(k) for k in self.keys + [PANE_COLUMN]] + [grouped.column("count_all")]
         out += [grouped.column(f"{values[column]}_{_FIRST_COMBINE[part]}") for column, part, _ in self.parts]
         return pa.Table.from_arrays(out, schema=self.schema)
 
