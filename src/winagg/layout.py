@@ -6,9 +6,9 @@ partial)``. The same algorithm source then runs
 
 * in plain Python over a list of arbitrary objects (``PYTHON``), and
 * compiled by numba over numpy arrays: one array for scalar partials, one
-  array per field for tuple partials (struct of arrays, which numba keeps in
-  registers far better than a 2D array or a list of tuples), or a 2D array
-  whose rows are fixed-width vector partials (Bloom filters).
+  record array for tuple partials (a field per tuple field, loaded into
+  registers field by field), or a 2D array whose rows are fixed-width vector
+  partials (Bloom filters).
 
 Vector loads return a view of the row; algorithms never keep a loaded partial
 across a store to the same slot, and ``combine`` always returns a new value.
@@ -72,64 +72,56 @@ def scalar_layout(dtype) -> Layout:
 
 
 def tuple_layout(*dtypes) -> Layout:
-    """One numpy array per field (2 to 4 fields); a partial is a tuple of numbers."""
+    """One numpy record array with a field per tuple field (2 to 4); a partial is a tuple of numbers.
+
+    A partial's fields sit side by side, so a slot read from memory is one cache line, not one
+    per field: with a window out of the cache that is what a tuple partial's round waits on
+    (geometric mean at 2^22 items: DABA 31-32 -> 41 M rounds/s, FlatFIT 25-29 -> 38, FlatFAT
+    2.6-3.0 -> 13.5, against one array per field; ../shared/bench/vs_reference.py, in turns).
+    """
     types = tuple(np.dtype(d).type for d in dtypes)
+    if not 2 <= len(types) <= 4:
+        raise ValueError(f"tuple partials have 2 to 4 fields, not {len(types)}")
+    record = np.dtype([(f"f{i}", t) for i, t in enumerate(types)])
 
     def make():
         if len(types) == 2:
-            t0, t1 = types
-
-            @nb.njit(cache=True)
-            def alloc(capacity):
-                return (np.zeros(capacity, t0), np.zeros(capacity, t1))
-
             @nb.njit(cache=True)
             def load(buf, slot):
-                return (buf[0][slot], buf[1][slot])
+                return (buf[slot].f0, buf[slot].f1)
 
             @nb.njit(cache=True)
             def store(buf, slot, value):
-                buf[0][slot] = value[0]
-                buf[1][slot] = value[1]
+                buf[slot].f0 = value[0]
+                buf[slot].f1 = value[1]
 
         elif len(types) == 3:
-            t0, t1, t2 = types
-
-            @nb.njit(cache=True)
-            def alloc(capacity):
-                return (np.zeros(capacity, t0), np.zeros(capacity, t1), np.zeros(capacity, t2))
-
             @nb.njit(cache=True)
             def load(buf, slot):
-                return (buf[0][slot], buf[1][slot], buf[2][slot])
+                return (buf[slot].f0, buf[slot].f1, buf[slot].f2)
 
             @nb.njit(cache=True)
             def store(buf, slot, value):
-                buf[0][slot] = value[0]
-                buf[1][slot] = value[1]
-                buf[2][slot] = value[2]
-
-        elif len(types) == 4:
-            t0, t1, t2, t3 = types
-
-            @nb.njit(cache=True)
-            def alloc(capacity):
-                return (np.zeros(capacity, t0), np.zeros(capacity, t1),
-                        np.zeros(capacity, t2), np.zeros(capacity, t3))
-
-            @nb.njit(cache=True)
-            def load(buf, slot):
-                return (buf[0][slot], buf[1][slot], buf[2][slot], buf[3][slot])
-
-            @nb.njit(cache=True)
-            def store(buf, slot, value):
-                buf[0][slot] = value[0]
-                buf[1][slot] = value[1]
-                buf[2][slot] = value[2]
-                buf[3][slot] = value[3]
+                buf[slot].f0 = value[0]
+                buf[slot].f1 = value[1]
+                buf[slot].f2 = value[2]
 
         else:
-            raise ValueError(f"tuple partials have 2 to 4 fields, not {len(types)}")
+            @nb.njit(cache=True)
+            def load(buf, slot):
+                return (buf[slot].f0, buf[slot].f1, buf[slot].f2, buf[slot].f3)
+
+            @nb.njit(cache=True)
+            def store(buf, slot, value):
+                buf[slot].f0 = value[0]
+                buf[slot].f1 = value[1]
+                buf[slot].f2 = value[2]
+                buf[slot].f3 = value[3]
+
+        @nb.njit(cache=True)
+        def alloc(capacity):
+            return np.zeros(capacity, record)
+
         names = ",".join(np.dtype(t).name for t in types)
         return Layout(f"tuple[{names}]", alloc, load, store)
 

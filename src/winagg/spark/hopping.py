@@ -56,8 +56,9 @@ def _compiled_spec(monoid):
 
 
 #: The layout of a key's pickled hopping windows (2: a mean's tree holds sums; 3: times in
-#: nanoseconds, not microseconds): a checkpoint written with another is refused by name.
-TREES_FORMAT = 3
+#: nanoseconds, not microseconds; 4: tuple partials in one record array, not an array per field): a
+#: checkpoint written with another is refused by name.
+TREES_FORMAT = 4
 
 
 def _mean_from_sums(monoid) -> bool:

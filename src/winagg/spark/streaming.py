@@ -32,9 +32,9 @@ from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_typ
 from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan
 
 
-#: The layout of a key's pickled state (3: times in nanoseconds, not microseconds): a checkpoint
-#: written with another is refused by name.
-STATE_FORMAT = 3
+#: The layout of a key's pickled state (3: times in nanoseconds, not microseconds; 4: tuple partials
+#: in one record array, not an array per field): a checkpoint written with another is refused by name.
+STATE_FORMAT = 4
 #: Spark's watermark and timers count milliseconds; winagg's times are nanoseconds.
 NANOS_PER_MS = 1_000_000
 #: The event time inside a key's windows (int64 nanoseconds), apart from the event's own columns.

@@ -15,10 +15,11 @@ from ..state import end, first
 from ..time_index import TimeUnit
 from .levels import TIME_LEVEL, CachedLevels
 
+#: 5: tuple partials are kept in one record array, not an array per field.
 #: 4: the times are in the window's unit (datetimes as int nanoseconds) and the snapshot says which.
 #: 3: amta keeps its event positions in meta and R0 with the oldest block's entries in the stack, and its
 #: state has six fields (format 2 did neither).
-_FORMAT = 4
+_FORMAT = 5
 _MODULES = {"amta": amta, "lmta": lmta}
 
 
