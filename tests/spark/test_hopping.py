@@ -381,5 +381,9 @@ def test_hopping_windows_pickled_in_the_earlier_layout_are_refused_by_name():
         earlier.bind(outputs)
     in_microseconds = pickle.loads(pickle.dumps(windows))
     in_microseconds.format = 2
-    with pytest.raises(SparkInputError, match="state format 2.*reads format 3"):
+    with pytest.raises(SparkInputError, match="state format 2.*reads format 4"):
         in_microseconds.bind(outputs)
+    fields_apart = pickle.loads(pickle.dumps(windows))  # a mean's (sum, count) in two arrays
+    fields_apart.format = 3
+    with pytest.raises(SparkInputError, match="state format 3.*reads format 4"):
+        fields_apart.bind(outputs)

@@ -108,7 +108,7 @@ def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
     saved = pickle.loads(store.load_meta())
     saved["format"] = 2  # as the layout before amta kept its event positions and R0 in the stack
     store.write({}, meta=pickle.dumps(saved))
-    with pytest.raises(ValueError, match="format 2, expected 4"):
+    with pytest.raises(ValueError, match="format 2, expected 5"):
         StoredWindow(store, "sum", algorithm="amta")
 
 
