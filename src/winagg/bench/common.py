@@ -83,6 +83,11 @@ def compiled_spec(agg: str):
     return aggregations.get(agg).compiled_for(np.dtype(np.float64))
 
 
+def partial_bytes(agg: str) -> int:
+    """Bytes of one compiled partial of ``agg`` (a layout's buffer is one array, records for tuples)."""
+    return compiled_spec(agg).layout.alloc(1).nbytes
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

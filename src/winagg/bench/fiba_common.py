@@ -181,12 +181,6 @@ def by_window(points) -> dict:
 MEMORY_SHARE = 0.6
 
 
-def partial_bytes(agg: str) -> int:
-    """Bytes of one compiled partial of ``agg``."""
-    buf = common.compiled_spec(agg).layout.alloc(1)
-    return sum(a.nbytes for a in buf) if isinstance(buf, tuple) else buf.nbytes
-
-
 def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
     """Bytes of the buffers a :class:`FilledWindow` allocates (numba zeroes them: all resident)."""
     opts = fiba_options(name)
@@ -196,11 +190,11 @@ def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
         mu = opts["min_arity"]
         nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * layout.MARGIN
         slots = nodes * layout.slots_per_node(mu)
-        return slots * (partial_bytes(agg) + 8) + (layout.RECORDS + nodes * (layout.ints_per_node(mu) + 1)) * 8
+        return slots * (common.partial_bytes(agg) + 8) + (layout.RECORDS + nodes * (layout.ints_per_node(mu) + 1)) * 8
     space = registry.info(name).space  # "n + 1", "2n", "about 2n partials ...": buffers of n slots
     match = re.search(r"(\d*)\s*n\b", space)
     buffers = int(match[1]) if match and match[1] else 1
-    return power_of_two_at_least(n + max_bulk + 1) * partial_bytes(agg) * buffers
+    return power_of_two_at_least(n + max_bulk + 1) * common.partial_bytes(agg) * buffers
 
 
 def memory_note(name: str, agg: str, n: int, max_bulk: int) -> str:

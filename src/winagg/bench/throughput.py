@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import time
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -116,12 +115,6 @@ def fit_budget(algorithm: str, n: int, rounds: int, seconds_per_work, budget: fl
     return fitted, f"rounds cut from {rounds} to {fitted} to fit budget {budget:g} s"
 
 
-@lru_cache(maxsize=None)
-def _partial_bytes(agg: str) -> int:
-    buf = common.compiled_spec(agg).layout.alloc(1)
-    return sum(a.nbytes for a in buf) if isinstance(buf, tuple) else buf.nbytes
-
-
 def space_factor(space: str) -> int:
     """The number of n-slot buffers an algorithm's ``space`` names: 2 for "2n" or "about 2n ...", 1 for "n + 1"."""
     match = re.search(r"(\d*)\s*n\b", space)
@@ -132,7 +125,7 @@ def memory_note(algorithm: str, agg: str, n: int, rows: int) -> str:
     """A skip note when the run's buffers would not fit comfortably in memory, else ''."""
     space = registry.info(algorithm).space  # "2n", "n + 1", "about 2n partials", ...
     buffers = space_factor(space)
-    need = power_of_two_at_least(n + 1) * _partial_bytes(agg) * buffers + 16 * rows  # + values, result
+    need = power_of_two_at_least(n + 1) * common.partial_bytes(agg) * buffers + 16 * rows  # + values, result
     available = common.available_memory()
     if available and need > MEMORY_SHARE * available:
         return f"skipped: needs ~{need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB available"
