@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .fiba_layout import (
-    CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, LEFT_FINGER, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE,
+    CACHE_LINE, CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, LEFT_FINGER, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE,
     PARENT, PARTS, RIGHT, RIGHT_FINGER, ROOT, UP, TreeBuild)
 
 
@@ -14,6 +14,7 @@ def make_insert_evict(build: TreeBuild, made):
     MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
     combine, flat, load = build.combine, build.flat, build.load
     prefetch, scalar, store = build.prefetch, build.scalar, build.store
+    LINE_KEYS, LINE_PARTS = CACHE_LINE // 8, build.line_parts  # slots of a cache line
     find_start, fold_in, insert_entry, kind = made.find_start, made.fold_in, made.insert_entry, made.kind
     rebalance_after_evict, recompute, repair = made.rebalance_after_evict, made.recompute, made.repair
     repair_apart, repair_commutative = made.repair_apart, made.repair_commutative
@@ -138,6 +139,19 @@ def make_insert_evict(build: TreeBuild, made):
 
     drop_oldest_refold = flat(drop_oldest_refold)
 
+    def prefetch_node(bufs, x):
+        """Ask for every cache line of leaf x's keys, partials (its aggregate too) and header."""
+        for j in range(0, SLOTS, LINE_KEYS):
+            prefetch(bufs[KEYS], at(x * SLOTS + j))
+        prefetch(bufs[KEYS], at(x * SLOTS + SLOTS - 1))
+        for j in range(0, SLOTS, LINE_PARTS):
+            prefetch(bufs[PARTS], at(x * SLOTS + j))
+        prefetch(bufs[PARTS], at(x * SLOTS + SLOTS - 1))
+        prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES))
+        prefetch(bufs[INTS], at(x * RECORD + COVERED))
+
+    prefetch_node = flat(prefetch_node)
+
     def evict(bufs, st):
         ints = bufs[INTS]
         x = ints[LEFT_FINGER]
@@ -148,9 +162,7 @@ def make_insert_evict(build: TreeBuild, made):
             # window nothing has touched it since it filled, and its entries were the round's
             # slowest reads (cache misses). Asked for now, they arrive in time.
             sibling = ints[at(ints[at(x * RECORD + PARENT)] * RECORD + CHILD + 1)]
-            prefetch(bufs[KEYS], at(sibling * SLOTS))
-            prefetch(bufs[PARTS], at(sibling * SLOTS))
-            prefetch(ints, at(sibling * RECORD + N_ENTRIES))
+            prefetch_node(bufs, sibling)
         else:
             evict_restructuring(bufs, x)
         return (st[0], st[1], st[2] - 1)

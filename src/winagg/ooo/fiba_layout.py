@@ -56,6 +56,8 @@ MARGIN = 72
 LEVELS = 64
 #: Scratch layout: boundary triples of a bulk evict, then (at ``RANGE_STACK``) the range-query stack.
 RANGE_STACK = 4 * LEVELS
+#: Bytes in a cache line (x86-64 and most ARM cores).
+CACHE_LINE = 64
 
 # Buffer indices in the bufs tuple.
 KEYS, PARTS, INTS = range(3)
@@ -195,6 +197,9 @@ class TreeBuild(NamedTuple):
     at: Callable
     scalar: Callable
     prefetch: Callable
+    #: partial slots in one 64-byte cache line (at least 1): a node's partials span
+    #: ``SLOTS / line_parts`` lines, and a prefetch names each of them
+    line_parts: int
     alloc_ints: Callable
     alloc_times: Callable
     mu: int  # min arity
@@ -229,16 +234,20 @@ def tree_build(ops, mu: int, finger: bool, times: str = "float64") -> TreeBuild:
             # allocates, so the tree runs without the runtime and mostly without calls.
             flat = ops.jit_flat
             apart = never_inlined
+    line_parts = 1
     if python:
         alloc_ints, alloc_times = _ints_py, _times_py
     else:
         alloc_ints, alloc_times = _ints_np, (_times_np_int if times == "int64" else _times_np)
+        if isinstance(probe, np.ndarray):  # one slot
+            line_parts = max(1, CACHE_LINE * len(probe) // max(1, probe.nbytes))
     return TreeBuild(
         combine=ops.combine, identity=ops.identity, load=ops.load, store=ops.store, alloc=ops.alloc,
         # Vector partials (sketches) with an in-place combine: the in-order round's folds write
         # into the aggregate's row instead of allocating a new partial for each combine.
         into=ops.combine_into, python=python, flat=flat, apart=apart, nrt=nrt, inline=ops.jit_flat,
         at=ops.index, scalar=ops.one_at_a_time, prefetch=_no_prefetch if python else _prefetch,
+        line_parts=line_parts,
         alloc_ints=alloc_ints, alloc_times=alloc_times, mu=mu, finger=bool(finger),
         commutative=bool(ops.commutative), slots=slots_per_node(mu), record=ints_per_node(mu),
         agg=2 * mu, local=2 * mu - 1, max_entries=2 * mu - 1, min_entries=mu - 1)
