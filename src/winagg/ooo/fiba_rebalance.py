@@ -108,8 +108,12 @@ def make_rebalance(build: TreeBuild, made):
                 left, right, separator = sibling, x, i - 1
             hit_left |= ints[at(sibling * RECORD + ON_LEFT_SPINE)]
             hit_right |= ints[at(sibling * RECORD + ON_RIGHT_SPINE)]
-            if ints[at(sibling * RECORD + N_ENTRIES)] <= MIN_ENTRIES:
-                # merge right into left through the separator
+            if ints[at(x * RECORD + N_ENTRIES)] + 1 + ints[at(sibling * RECORD + N_ENTRIES)] <= MAX_ENTRIES:
+                # Merge right into left through the separator whenever they fit in one node, not
+                # only when the sibling cannot lend: in order, a leaf left by the right finger's
+                # split holds mu entries, and a loan would leave the sibling at the minimum, to be
+                # merged at the next underflow; merged at once, a run of mu + 1 evicts makes one
+                # underflow instead of two.
                 n_left = ints[at(left * RECORD + N_ENTRIES)]
                 n_right = ints[at(right * RECORD + N_ENTRIES)]
                 copy_entry(bufs, left * SLOTS + n_left, p * SLOTS + separator)
