@@ -26,7 +26,9 @@ faster). Each winagg answer is checked against a numpy sum, max or geometric mea
 (paper 004's bulk experiments) instead: on the same fill, each round evicts every time up to
 i - n + m - 1 in one bulk evict and inserts the next m times one by one (``bulk_evict``) or
 m + 1 of them in one bulk insert (``bulk_evict_insert``, as the reference's range), then
-queries; the rates are items inserted a second.
+queries; the rates are items inserted a second. The reference's times are unsigned: when
+d >= m its first rounds' evict times wrap around and empty the window, and winagg's plan does
+the same (:func:`as_reference_horizons`).
 """
 from __future__ import annotations
 
@@ -87,6 +89,17 @@ def reference_rate(driver: Path, experiment: str, agg: str, n: int, d: int, m: i
 
 FIBA_OPTIONS = dict(min_arity=4, variant="finger", bulk=True)  # the reference's bfinger4
 NEVER = np.iinfo(np.int64).min  # a horizon that evicts nothing
+#: A horizon that evicts everything: the reference's bulk evict time wrapped around (see reference_steps)
+EVERYTHING = np.iinfo(np.int64).max
+
+
+def as_reference_horizons(horizons: np.ndarray) -> np.ndarray:
+    """The bulk drivers' evict times as the reference computes them: its times are unsigned 64-bit
+    (``uint64_t``), so ``i - n + m - 1`` below 0 wraps around to 2^64 - k, above every time, and
+    that round's bulk evict empties the window (the d far times included). That happens in the
+    first d - m + 1 rounds whenever d >= m; the rounds after them insert in order into a window
+    that starts empty. winagg replays the same evictions so that both sides do the same work."""
+    return np.where((horizons < 0) & (horizons != NEVER), EVERYTHING, horizons)
 
 
 def round_starts(n: int, d: int, m: int, iterations: int) -> np.ndarray:
@@ -122,14 +135,14 @@ def reference_steps(experiment: str, n: int, d: int, m: int, iterations: int):
         rounds = np.arange(n - d, stop, dtype=np.int64)
         adds = np.ones(rounds.size, np.int64)
         first = (rounds - (n - d)) % m == 0
-        horizons = np.where(first, rounds - n + m - 1, NEVER)
+        horizons = as_reference_horizons(np.where(first, rounds - n + m - 1, NEVER))
         last = np.zeros(rounds.size, bool)
         last[np.minimum(starts + m, stop) - (n - d) - 1] = True
         answers = np.where(last, WHOLE, NO_ANSWER)
     else:
         rounds = (starts[:, None] + np.arange(m + 1)).ravel()
         adds = np.full(starts.size, m + 1, np.int64)
-        horizons, answers = starts - n + m - 1, np.full(starts.size, WHOLE, np.int64)
+        horizons, answers = as_reference_horizons(starts - n + m - 1), np.full(starts.size, WHOLE, np.int64)
     fill_answers = np.full(fill.size, NO_ANSWER, np.int64)
     fill_answers[-1] = WHOLE
     steps = fill.size + adds.size
@@ -151,7 +164,10 @@ def winagg_runner(experiment: str, agg: str):
     from winagg.driver import compiled_out_of_order_driver, run_out_of_order
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
-    driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=experiment == "ooo")
+    # The bulk rounds evict before they insert, as the reference's do: a round that empties the
+    # window keeps its own items.
+    driver = compiled_out_of_order_driver(spec, FIBA_OPTIONS, "int64", per_row=experiment == "ooo",
+                                          evict_first=experiment != "ooo")
 
     def run(steps, room):
         times, plan = steps
@@ -168,9 +184,16 @@ def winagg_runner(experiment: str, agg: str):
 
 def expected(agg: str, steps) -> float:
     """The last answer of ``steps`` (``(times, plan)``), from the items the rounds inserted (numpy):
-    every time above the last eviction's horizon, a time inserted twice counted twice."""
+    every time above the last eviction's horizon inserted from the last step that emptied the
+    window on (see :func:`as_reference_horizons`; its own items stay), a time inserted twice
+    counted twice."""
     times, plan = steps
-    held = times[times > plan.horizons.max()]
+    adds = plan.adds if plan.adds.size else np.ones(plan.horizons.size, np.int64)
+    step_of_item = np.repeat(np.arange(plan.horizons.size), adds)
+    emptied = np.flatnonzero(plan.horizons == EVERYTHING)
+    since = emptied[-1] if emptied.size else 0
+    kept = plan.horizons[plan.horizons != EVERYTHING]
+    held = times[(step_of_item >= since) & (times > kept.max())]
     values = (1 + held % 101).astype(np.float64)
     return {"sum": values.sum, "max": values.max, "geomean": lambda: np.exp(np.log(values).mean())}[agg]()
 
