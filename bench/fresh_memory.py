@@ -7,10 +7,12 @@ freed and after a pause of --pause seconds:
 
     .venv/bin/python bench/fresh_memory.py
     .venv/bin/python bench/fresh_memory.py --megabytes 80 --pause 1 3 --repeat 3
+    .venv/bin/python bench/fresh_memory.py --small-pages   # without numpy's 2 MiB page hint
 
 On a virtual machine whose guest hands freed memory back to the hypervisor (virtio-balloon free
 page reporting), pages freed a few seconds ago are taken from the host again on the next write,
 and the first write costs many times the second. The second write is the memory bandwidth alone.
+numpy asks the kernel for 2 MiB pages for every large array; ``--small-pages`` turns that off.
 """
 from __future__ import annotations
 
@@ -39,7 +41,12 @@ def main() -> None:
     parser.add_argument("--pause", type=float, nargs="+", default=[0.0, 3.0],
                         help="seconds to wait after a free before the next array")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--small-pages", action="store_true", help="turn numpy's 2 MiB page hint off")
     args = parser.parse_args()
+    if args.small_pages:
+        from numpy._core.multiarray import _set_madvise_hugepage
+
+        _set_madvise_hugepage(False)
     n_values = int(args.megabytes * 1e6 / 8)
     first_and_second_write(n_values)  # the process's first array: neither case
     print(f"# load before: {os.getloadavg()}")
