@@ -89,7 +89,7 @@ def reference_rate(driver: Path, experiment: str, agg: str, n: int, d: int, m: i
 
 FIBA_OPTIONS = dict(min_arity=4, variant="finger", bulk=True)  # the reference's bfinger4
 NEVER = np.iinfo(np.int64).min  # a horizon that evicts nothing
-#: A horizon that evicts everything: the reference's bulk evict time wrapped around (see reference_steps)
+#: A horizon that evicts everything: the reference's bulk evict time wrapped around (see as_reference_horizons)
 EVERYTHING = np.iinfo(np.int64).max
 
 
