@@ -54,7 +54,9 @@ class Cluster:
         try:
             with urllib.request.urlopen(self.ui_url + "/json/", timeout=5) as answer:
                 state = json.load(answer)
-        except OSError:
+        except (OSError, ValueError):
+            # not listening yet, or listening before its JSON page is attached (the Master's web UI
+            # answered /json/ with its HTML page a second after it bound the port)
             return 0
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 

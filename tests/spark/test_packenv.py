@@ -35,7 +35,11 @@ SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packag
 def archive(tmp_path_factory):
     """One archive for every test process of the run (built under a lock by the first that needs it),
     with the pipeline's compiled kernels (numba's cache), so the executors load them instead of compiling."""
-    shared = tmp_path_factory.getbasetemp().parent / "winagg-env"
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's folder sits in the run's; without it the parent holds every run's
+    # folders, and an archive of an older winagg found there was shipped to the executors.
+    run_folder = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = run_folder / "winagg-env"
     shared.mkdir(exist_ok=True)
     path = shared / "winagg-env.tar.gz"
     with open(shared / "lock", "w") as lock:
