@@ -30,6 +30,7 @@ import numpy as np
 from . import jitcache, state
 from .capabilities import BulkInsert
 from .ops import build_evict_many, compiled_ops, python_ops
+from .pages import populated
 
 
 _NONE_I = np.empty(0, np.int64)
@@ -277,8 +278,9 @@ def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
     out = driver.new_out(n * plan.widths.shape[0] if plan.widths.shape[0] else n)
     counts = np.empty((driver.counts_per_step * n) if want_counts else 0, np.int64)
     staging = driver.staging(plan)
-    state, _, _ = driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
-                               plan.widths, bufs, st, want_counts, out, counts, staging, 0, 0)
+    with populated(out):
+        state, _, _ = driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
+                                   plan.widths, bufs, st, want_counts, out, counts, staging, 0, 0)
     return out, counts, state
 
 
@@ -644,8 +646,9 @@ def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state,
     """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries
     (cycles, in a timed build)."""
     out = driver.new_out(plan.horizons.shape[0])
-    return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
-                        plan.highs, plan.positions, plan.span, few, state, want_counts, out)
+    with populated(out):
+        return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
+                            plan.highs, plan.positions, plan.span, few, state, want_counts, out)
 
 
 def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"):
