@@ -122,11 +122,34 @@ def make_cuts(build: TreeBuild, made):
 def make_bulk_evict(build: TreeBuild, made):
     """``bulk_evict_native`` (cut along the boundary path, one repair) and ``bulk_evict_loop``
     (single evicts, nb_fiba)."""
-    MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
+    FINGER, MAX_ENTRIES, MIN_ENTRIES = build.finger, build.max_entries, build.min_entries
+    RECORD, SLOTS, apart, at, flat = build.record, build.slots, build.apart, build.at, build.flat
+    prefetch_node = made.prefetch_node
     collapse_root, evict, local_evict, make_root = made.collapse_root, made.evict, made.local_evict, made.make_root
     mark_left_chain, merge_into_neighbor, move_batch = made.mark_left_chain, made.merge_into_neighbor, made.move_batch
     oldest, rebalance_after_evict, recompute_if_up = made.oldest, made.rebalance_after_evict, made.recompute_if_up
     repair, search_boundary, state_of = made.repair, made.search_boundary, made.state_of
+
+    def prefetch_next_cut(bufs):
+        """Ask for the nodes a next cut as long as this one will read: the leaves after the new
+        left finger (its parent's other children), and the parent's right sibling with its
+        children. In a large window nothing has touched them since they filled; read cold, one
+        after another down the boundary path and in the repair, they were the slowest part of a
+        cut of a few dozen entries."""
+        ints = bufs[INTS]
+        p = ints[at(ints[LEFT_FINGER] * RECORD + PARENT)]
+        if p == NIL:
+            return
+        for i in range(1, ints[at(p * RECORD + N_ENTRIES)] + 1):
+            prefetch_node(bufs, ints[at(p * RECORD + CHILD + i)])
+        g = ints[at(p * RECORD + PARENT)]
+        if g == NIL or ints[at(g * RECORD + N_ENTRIES)] == 0:
+            return
+        q = ints[at(g * RECORD + CHILD + 1)]  # p is g's first child: both are on the left spine
+        for i in range(ints[at(q * RECORD + N_ENTRIES)] + 1):
+            prefetch_node(bufs, ints[at(q * RECORD + CHILD + i)])
+
+    prefetch_next_cut = flat(prefetch_next_cut)
 
     def bulk_evict_native(bufs, st, t):
         keys, ints = bufs[KEYS], bufs[INTS]
@@ -194,7 +217,10 @@ def make_bulk_evict(build: TreeBuild, made):
             hit_left |= more_left
             hit_right |= more_right
         repair(bufs, top, hit_left, hit_right)
-        return state_of(bufs)
+        after = state_of(bufs)
+        if FINGER and st[2] - after[2] > 4 * MAX_ENTRIES:
+            prefetch_next_cut(bufs)
+        return after
 
     bulk_evict_native = apart(bulk_evict_native)
 

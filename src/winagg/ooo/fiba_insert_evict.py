@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .fiba_layout import (
-    CACHE_LINE, CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, LEFT_FINGER, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE,
+    CHILD, COVERED, INNER, INTS, IS_LEAF, KEYS, LEFT_FINGER, NIL, N_ENTRIES, ON_LEFT_SPINE, ON_RIGHT_SPINE,
     PARENT, PARTS, RIGHT, RIGHT_FINGER, ROOT, UP, TreeBuild)
 
 
@@ -13,14 +13,13 @@ def make_insert_evict(build: TreeBuild, made):
     AGG, COMMUTATIVE, FINGER, MAX_ENTRIES = build.agg, build.commutative, build.finger, build.max_entries
     MIN_ENTRIES, RECORD, SLOTS, apart, at = build.min_entries, build.record, build.slots, build.apart, build.at
     combine, flat, load = build.combine, build.flat, build.load
-    prefetch, scalar, store = build.prefetch, build.scalar, build.store
-    LINE_KEYS, LINE_PARTS = CACHE_LINE // 8, build.line_parts  # slots of a cache line
+    scalar, store = build.scalar, build.store
     find_start, fold_in, insert_entry, kind = made.find_start, made.fold_in, made.insert_entry, made.kind
     rebalance_after_evict, recompute, repair = made.rebalance_after_evict, made.recompute, made.repair
     repair_apart, repair_commutative = made.repair_apart, made.repair_commutative
     repair_local, shift_left, split = made.repair_local, made.shift_left, made.split
     split_right_finger, youngest = made.split_right_finger, made.youngest
-    add, finish, start_with = made.add, made.finish, made.start_with
+    add, finish, start_with, prefetch_node = made.add, made.finish, made.start_with, made.prefetch_node
 
     def append(bufs, x, t, v):
         """Append (t, v) to the right finger x, t younger than every entry (the in-order insert)."""
@@ -138,19 +137,6 @@ def make_insert_evict(build: TreeBuild, made):
         ints[at(r + COVERED)] = n
 
     drop_oldest_refold = flat(drop_oldest_refold)
-
-    def prefetch_node(bufs, x):
-        """Ask for every cache line of leaf x's keys, partials (its aggregate too) and header."""
-        for j in range(0, SLOTS, LINE_KEYS):
-            prefetch(bufs[KEYS], at(x * SLOTS + j))
-        prefetch(bufs[KEYS], at(x * SLOTS + SLOTS - 1))
-        for j in range(0, SLOTS, LINE_PARTS):
-            prefetch(bufs[PARTS], at(x * SLOTS + j))
-        prefetch(bufs[PARTS], at(x * SLOTS + SLOTS - 1))
-        prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES))
-        prefetch(bufs[INTS], at(x * RECORD + COVERED))
-
-    prefetch_node = flat(prefetch_node)
 
     def evict(bufs, st):
         ints = bufs[INTS]

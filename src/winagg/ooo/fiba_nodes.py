@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .fiba_layout import (
-    CAPACITY, CHILD, COVERED, FREE_COUNT, INTS, IS_LEAF, KEYS, LEFT_FINGER, NEXT_FRESH, NIL, N_ENTRIES,
+    CACHE_LINE, CAPACITY, CHILD, COVERED, FREE_COUNT, INTS, IS_LEAF, KEYS, LEFT_FINGER, NEXT_FRESH, NIL, N_ENTRIES,
     ON_LEFT_SPINE, ON_RIGHT_SPINE, PARENT, PARTS, RECORDS, RIGHT_FINGER, ROOT, TreeBuild)
 
 
@@ -12,7 +12,8 @@ def make_nodes(build: TreeBuild, made):
     and between nodes, the new root of a split and the collapse of a root with one child."""
     RECORD, SLOTS, alloc, alloc_ints = build.record, build.slots, build.alloc, build.alloc_ints
     alloc_times, apart, at, flat, load = build.alloc_times, build.apart, build.at, build.flat, build.load
-    nrt, scalar, store = build.nrt, build.scalar, build.store
+    nrt, prefetch, scalar, store = build.nrt, build.prefetch, build.scalar, build.store
+    LINE_KEYS, LINE_PARTS = CACHE_LINE // 8, build.line_parts  # slots of a cache line
 
     # the pool
     def new_bufs(cap):
@@ -21,6 +22,20 @@ def make_nodes(build: TreeBuild, made):
         return alloc_times(cap * SLOTS), alloc(cap * SLOTS), ints
 
     new_bufs = nrt(new_bufs)
+
+    def prefetch_node(bufs, x):
+        """Ask for every cache line of node x: its keys, partials (its aggregate too) and record."""
+        for j in range(0, SLOTS, LINE_KEYS):
+            prefetch(bufs[KEYS], at(x * SLOTS + j))
+        prefetch(bufs[KEYS], at(x * SLOTS + SLOTS - 1))
+        for j in range(0, SLOTS, LINE_PARTS):
+            prefetch(bufs[PARTS], at(x * SLOTS + j))
+        prefetch(bufs[PARTS], at(x * SLOTS + SLOTS - 1))
+        for j in range(0, RECORD, LINE_KEYS):
+            prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES + j))
+        prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES + RECORD - 1))
+
+    prefetch_node = flat(prefetch_node)
 
     def alloc_node(bufs, is_leaf):
         ints = bufs[INTS]
@@ -35,6 +50,10 @@ def make_nodes(build: TreeBuild, made):
                     ints[at(free_list + free_count)] = ints[at(x * RECORD + CHILD + i)]
                     free_count += 1
             ints[FREE_COUNT] = free_count
+            if free_count > 0:
+                # The next allocation takes the node now on top. A bulk evict freed it without
+                # reading it, long after it was last written: asked for now, it arrives by then.
+                prefetch_node(bufs, ints[at(free_list + free_count - 1)])
         else:
             x = ints[NEXT_FRESH]
             ints[NEXT_FRESH] = x + 1
@@ -181,7 +200,7 @@ def make_nodes(build: TreeBuild, made):
 
     level_of = flat(level_of)
 
-    return dict(new_bufs=new_bufs, alloc_node=alloc_node, free_tree=free_tree, free_node=free_node,
+    return dict(new_bufs=new_bufs, alloc_node=alloc_node, prefetch_node=prefetch_node, free_tree=free_tree, free_node=free_node,
                 detach_last=detach_last, child_index=child_index, set_child=set_child,
                 copy_entry=copy_entry, insert_entry=insert_entry, shift_left=shift_left,
                 mark_left_chain=mark_left_chain, new_root_above=new_root_above, collapse_root=collapse_root,
