@@ -25,13 +25,16 @@ def resident_pages(array: np.ndarray) -> int:
 
 @linux_only
 def test_a_large_new_array_is_in_memory_when_the_block_ends():
-    fresh = np.empty(pages.POPULATE_BYTES // 8 + 4096, np.float64)
-    untouched = resident_pages(fresh)
+    # A mapping of its own: memory from malloc may be memory the process has already touched.
+    mapping = mmap.mmap(-1, pages.POPULATE_BYTES + 8 * mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    fresh = np.frombuffer(mapping, np.float64)
+    whole = pages._whole_pages(fresh)[1] // mmap.PAGESIZE
+    assert resident_pages(fresh) == 0
     with pages.populated(fresh):
         pass
-    whole = pages._whole_pages(fresh)[1] // mmap.PAGESIZE
-    assert untouched < whole  # a fresh mapping: the check below can tell
     assert resident_pages(fresh) == whole
+    del fresh
+    mapping.close()
 
 
 def test_contents_stay_as_they_were():

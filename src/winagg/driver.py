@@ -22,6 +22,7 @@ scripts all run through it.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple
 
 import numba as nb
@@ -330,7 +331,7 @@ def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, s
     if key not in _compiled:
         funcs, evict_many = compiled_funcs(algorithm, spec)
         clock = _clock() if timed else None
-        new_out = _new_out(spec.out_dtype, np.empty)
+        new_out = partial(np.empty, dtype=spec.out_dtype)
         layout = (spec.layout.alloc, spec.layout.store) if bulk else None
         _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out, POSITIONS[spec.positional],
                                       jitcache.njit, dense, clock, sub_windows, layout, resize)
@@ -363,10 +364,6 @@ def _python_lift(monoid):
 
 def _python_out(n):
     return [None] * n
-
-
-def _new_out(dtype, allocate):
-    return lambda size: allocate(size, dtype)
 
 
 # ---------------------------------------------------------------- plans for whole arrays
@@ -678,7 +675,7 @@ def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64",
     funcs = out_of_order_funcs(algorithm, spec, options, time_type)
     key = ("ooo", id(funcs), per_row, timed, evict_first)  # funcs cached: one per (algorithm, options, spec, times)
     if key not in _compiled:
-        new_out = _new_out(spec.out_dtype, np.zeros)  # zeros: a step that does not answer leaves its row 0
+        new_out = partial(np.zeros, dtype=spec.out_dtype)  # zeros: a step that does not answer leaves its row 0
         _compiled[key] = build_out_of_order_driver(funcs, spec.lift, spec.lower, new_out, spec.layout.alloc,
                                                    spec.layout.store, POSITIONS[spec.positional], jitcache.njit,
                                                    per_row, _clock() if timed else None, evict_first)
