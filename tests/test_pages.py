@@ -54,7 +54,7 @@ def test_whole_pages_lie_inside_the_buffer():
 
 
 def test_rolling_answers_filled_beside_the_helper_are_right():
-    n = pages.POPULATE_BYTES // 8 + 1000  # answers of float64: the helper runs
+    n = pages.POPULATE_BYTES // 8 + 1000  # 8-byte answers: the helper runs
     values = (1 + np.arange(n) % 101).astype(np.int64)
     out = winagg.rolling(values, window=100, agg="sum", algorithm="two_stacks_lite")
     sums = np.cumsum(values)

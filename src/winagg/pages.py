@@ -60,8 +60,8 @@ def _populate(madvise, address: int, length: int) -> None:
 def populated(array):
     """Within the block, ``array``'s pages are faulted in on a helper thread (large, writable,
     contiguous numpy arrays on Linux; otherwise, the Python drivers' lists included, nothing
-    happens). Its contents do not change; the
-    block's end waits for the helper, so the array outlives its work."""
+    happens). Its contents do not change; the block's end waits for the helper, so the array
+    outlives its work."""
     thread = None
     large = isinstance(array, np.ndarray) and array.nbytes >= POPULATE_BYTES
     madvise = _load_madvise() if large else False

@@ -200,8 +200,8 @@ def make_nodes(build: TreeBuild, made):
 
     level_of = flat(level_of)
 
-    return dict(new_bufs=new_bufs, alloc_node=alloc_node, prefetch_node=prefetch_node, free_tree=free_tree, free_node=free_node,
-                detach_last=detach_last, child_index=child_index, set_child=set_child,
+    return dict(new_bufs=new_bufs, alloc_node=alloc_node, prefetch_node=prefetch_node, free_tree=free_tree,
+                free_node=free_node, detach_last=detach_last, child_index=child_index, set_child=set_child,
                 copy_entry=copy_entry, insert_entry=insert_entry, shift_left=shift_left,
                 mark_left_chain=mark_left_chain, new_root_above=new_root_above, collapse_root=collapse_root,
                 level_of=level_of)
