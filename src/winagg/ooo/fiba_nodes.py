@@ -23,17 +23,20 @@ def make_nodes(build: TreeBuild, made):
 
     new_bufs = nrt(new_bufs)
 
+    def prefetch_span(buf, first, count, per_line):
+        """Ask for every cache line of slots first .. first + count - 1 of buf, ``per_line`` slots
+        a line; the last slot is named too, for a span that starts inside a line."""
+        for j in range(0, count, per_line):
+            prefetch(buf, at(first + j))
+        prefetch(buf, at(first + count - 1))
+
+    prefetch_span = flat(prefetch_span)
+
     def prefetch_node(bufs, x):
         """Ask for every cache line of node x: its keys, partials (its aggregate too) and record."""
-        for j in range(0, SLOTS, LINE_KEYS):
-            prefetch(bufs[KEYS], at(x * SLOTS + j))
-        prefetch(bufs[KEYS], at(x * SLOTS + SLOTS - 1))
-        for j in range(0, SLOTS, LINE_PARTS):
-            prefetch(bufs[PARTS], at(x * SLOTS + j))
-        prefetch(bufs[PARTS], at(x * SLOTS + SLOTS - 1))
-        for j in range(0, RECORD, LINE_KEYS):
-            prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES + j))
-        prefetch(bufs[INTS], at(x * RECORD + N_ENTRIES + RECORD - 1))
+        prefetch_span(bufs[KEYS], x * SLOTS, SLOTS, LINE_KEYS)
+        prefetch_span(bufs[PARTS], x * SLOTS, SLOTS, LINE_PARTS)
+        prefetch_span(bufs[INTS], x * RECORD + N_ENTRIES, RECORD, LINE_KEYS)
 
     prefetch_node = flat(prefetch_node)
 
