@@ -537,7 +537,7 @@ def warm(aggs=COMMON) -> list:
     ``winagg warm``). Returns the compiled keys.
     """
     from . import aggregations
-    from .inputs import read_times
+    from .times import read_times
 
     floats = np.array([1.0, np.nan, 2.5, 4.0])
     integers = np.array([1, 2, 3, 4], np.int64)

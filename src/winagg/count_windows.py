@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .driver import Plan, compiled_driver, python_driver, run
-from .inputs import object_array
+from .values import object_array
 from .time_windows import WindowResult, plain
 
 

@@ -8,7 +8,8 @@ import numpy as np
 
 from . import aggregations
 from .errors import OutOfOrderError
-from .inputs import describe_non_number, largest_magnitude, numeric_values, object_array, read_times, to_array
+from .times import read_times
+from .values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
 from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
                      rolling_plan, row_plan, run, run_out_of_order, time_plan)
 from .registry import check_monoid_fits, info, out_of_order

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .event_time import INT_HIGH, INT_LOW, EventTimes, as_time_type
-from .inputs import object_array
+from .values import object_array
 from .state import limit
 from .state import size as entries
 

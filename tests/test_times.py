@@ -1,6 +1,6 @@
 """Every input a user can give winagg.rolling: the answer pandas would give, or an error naming it.
 
-Each test here failed before winagg.inputs existed (a crash, a wrapped sum, a silently wrong
+Each test here failed before winagg.times existed (a crash, a wrapped sum, a silently wrong
 window); expected values come from pandas or from counting by hand, never from winagg.
 """
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import winagg
-from winagg.inputs import INT64_MAX, INT64_MIN, as_times
+from winagg.times import INT64_MAX, INT64_MIN, as_times
 
 # ---------------------------------------------------------------- times at int64's limits
 
