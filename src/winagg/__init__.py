@@ -10,14 +10,16 @@ array([1., 3., 5., 7.])
 
 from . import aggregations
 from .errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
-                     StoreCorruptError, UnknownNameError, UnsupportedOperationError, WinaggError)
+                     StoreCorruptError, StoreLockedError, UnknownNameError, UnsupportedOperationError,
+                     WinaggError)
 from .monoid import Monoid
 from .registry import AlgorithmInfo, algorithms, make
 from .rolling import rolling
+from .slide_policies import Multi
 from .window import Window, WindowResult
 
 __version__ = "0.1.0"
 
-__all__ = ["Monoid", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling", "Window", "WindowResult",
+__all__ = ["Monoid", "Multi", "aggregations", "make", "algorithms", "AlgorithmInfo", "rolling", "Window", "WindowResult",
            "WinaggError", "OutOfOrderError", "EmptyWindowError", "InvalidTimeError",
-           "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError", "StoreCorruptError"]
+           "NotInvertibleError", "UnknownNameError", "UnsupportedOperationError", "StoreCorruptError", "StoreLockedError"]

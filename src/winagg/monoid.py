@@ -51,8 +51,8 @@ class Monoid:
     keyed_input = False
     #: The answer is one of the items: Spark keeps the input column's type.
     keeps_input_type = False
-    #: ``winagg.rolling`` answers NaN, as pandas does, for a float window without a value, where
-    #: the identity's lowering would say 0, inf or -inf.
+    #: Every path answers NaN, as pandas does, for a window without a value, where the
+    #: identity's lowering would say 0, inf or -inf (see Aggregation.compiled_counted).
     nan_without_values = False
     #: ``lift`` takes a ``(value, position)`` pair, position being the item's arrival number
     #: (argmin, argmax); the window layers pair each value with it.

@@ -13,6 +13,8 @@ from .values import describe_non_number, largest_magnitude, numeric_values, obje
 from .driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
                      rolling_plan, row_plan, run, run_out_of_order, time_plan)
 from .registry import check_monoid_fits, info, out_of_order
+from .aggregations.sketches import item_keys
+from .slide_policies import Multi
 
 if TYPE_CHECKING:
     import datetime
@@ -94,12 +96,18 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     if type(values).__name__ == "DataFrame" and type(values).__module__.startswith("pandas"):
         return values.apply(lambda column: rolling(column, window, agg, times=times, algorithm=algorithm))
     monoid = aggregations.get(agg)
+    if isinstance(monoid, Multi):
+        return _each_member(values, window, monoid, times, algorithm)
     array = to_array(values)
     if times is None:
         _check_row_window(window)
-    numeric = numeric_values(array, monoid.name)
+    numeric = _numbers(array, monoid)
+    if numeric is None and monoid.keyed_input:
+        numeric = item_keys(array)  # strings and other items, keyed as winagg.make keys them
+        if numeric is None:  # missing items among them: plain Python, lowered as compiled
+            monoid = _lowered_as_compiled(monoid)
     spec = monoid.compiled_for(numeric.dtype) if numeric is not None else None
-    if numeric is None and monoid.compiled_for(np.dtype(np.float64)) is not None:
+    if numeric is None and not monoid.keyed_input and monoid.compiled_for(np.dtype(np.float64)) is not None:
         raise TypeError(f"{monoid.name} needs numbers or missing values (None, NaN), but "
                         f"{describe_non_number(array)}")
     if numeric is not None and spec is None:
@@ -125,11 +133,51 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
             out = _compiled_rolling(algo, monoid, spec, numeric, window, timed)
     else:
         out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
-    if type(values).__module__.startswith("pandas"):
+    return _like_input(values, out)
+
+
+def _like_input(values, out):
+    """A Series with the input's index and name when the input is a Series, else ``out``."""
+    if type(values).__name__ == "Series" and type(values).__module__.startswith("pandas"):
         import pandas as pd
 
-        return pd.Series(out, index=values.index, name=getattr(values, "name", None))
+        return pd.Series(out, index=values.index, name=values.name)
     return out
+
+
+def _numbers(array, monoid):
+    """The values as int64 or float64, or None to keep the items themselves: a compiled
+    aggregation refuses what it would round (:func:`winagg.values.numeric_values`), a Python
+    monoid takes such items (big ints, Fractions) as they are."""
+    if monoid.compiled_for(np.dtype(np.float64)) is not None:
+        return numeric_values(array, monoid.name)
+    try:
+        return numeric_values(array, monoid.name)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _lowered_as_compiled(sketch):
+    """``sketch`` in plain Python with the compiled lowering (a sketch's estimate as a number,
+    as every compiled row gets it, not the sketch object that Python mode lowers to)."""
+    from .monoid import Monoid
+
+    lower = sketch.compiled_for(np.dtype(np.float64)).lower
+    python = Monoid(sketch.identity, sketch.combine, sketch.lift, lambda partial: float(lower(partial)),
+                    commutative=sketch.commutative, inverse=sketch.inverse, name=sketch.name)
+    python.keyed_input = True
+    return python
+
+
+def _each_member(values, window, multi, times, algorithm):
+    """A DataFrame of one column per member of a :class:`~winagg.Multi`, each the member's own
+    :func:`rolling` over the same windows (with the input's index when it is a Series)."""
+    import pandas as pd
+
+    columns = {name: rolling(values, window, member, times=times, algorithm=algorithm)
+               for name, member in multi.members.items()}
+    index = values.index if isinstance(values, pd.Series) else None
+    return pd.DataFrame({name: np.asarray(column) for name, column in columns.items()}, index=index)
 
 
 def _whole_array(spec, numeric, window, timed):
@@ -193,7 +241,9 @@ def _check_integer_sums(numeric, longest, run):
     sums = aggregations.get("sum")
     exact = run(sums.compiled_for(np.dtype(np.int64)), numeric)
     approx = run(sums.compiled_for(np.dtype(np.float64)), numeric.astype(np.float64))
-    wrapped = (np.abs(approx - exact.astype(np.float64)) > 2.0 ** 62) | (np.abs(approx) >= 2.0 ** 63)
+    # A wrapped result differs from the true sum by a multiple of 2**64, so from the float64
+    # sum by more than 2**62; a true sum near the limit (2**63 - 1) is not flagged.
+    wrapped = np.abs(approx - exact.astype(np.float64)) > 2.0 ** 62
     if wrapped.any():
         row = int(np.flatnonzero(wrapped)[0])
         raise OverflowError(f"the int64 sum of the window ending at row {row} overflows int64 "

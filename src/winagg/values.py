@@ -28,39 +28,111 @@ def object_array(items) -> np.ndarray:
 
 
 def to_array(values, what: str = "values") -> np.ndarray:
-    """A 1-D numpy array from numpy, pandas or Arrow input (missing numbers become NaN)."""
+    """A 1-D numpy array from what users pass: numpy, lists, pandas Series, Index and
+    extension arrays (nullable, Arrow-backed, categorical), Arrow arrays and chunked arrays.
+
+    Floats keep NaN for a missing value. Integers with missing values become an object
+    array of Python ints and None, so that no integer is rounded through float64 on the
+    way in (:func:`numeric_values` decides what a kernel can take). Other missing markers
+    (``pd.NA``, ``NaT`` in objects) become None. A list of mixed items (``["x", 1, 2.5]``)
+    stays an array of the items themselves, never of their strings.
+    """
     module = type(values).__module__
     if module.startswith("pyarrow"):
-        values = values.to_numpy(zero_copy_only=False)
+        array = _from_arrow(values)
     elif module.startswith("pandas"):
-        if getattr(values, "ndim", 1) != 1:
-            raise ValueError(f"{what} must be one-dimensional, got a {type(values).__name__} "
-                             f"of shape {values.shape}")
-        # numeric with missing values (numpy, nullable "Int64"/"Float64"/"boolean" or Arrow-backed
-        # dtypes): float64 with NaN. Extension dtypes are not numpy dtypes, so only `.kind` is used.
-        try:
-            values = values.to_numpy(dtype="float64", na_value=np.nan) \
-                if getattr(values.dtype, "kind", "O") in "iubf" and values.hasnans else values.to_numpy()
-        except (TypeError, ValueError):
-            values = values.to_numpy()
-    array = np.asarray(values)
+        array = _from_pandas(values, what)
+    elif isinstance(values, np.ndarray):
+        array = values
+    else:
+        array = _from_sequence(values)
     if array.ndim != 1:
         raise ValueError(f"{what} must be one-dimensional, got shape {array.shape}")
     return array
 
 
+def _from_arrow(values) -> np.ndarray:
+    import pyarrow as pa
+
+    kind = values.type
+    if values.null_count and (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
+        return _missing_as_none(object_array(values.to_pylist()))
+    array = values.to_numpy(zero_copy_only=False)
+    return _missing_as_none(array) if array.dtype == object else array
+
+
+def _from_pandas(values, what: str) -> np.ndarray:
+    if getattr(values, "ndim", 1) != 1:
+        raise ValueError(f"{what} must be one-dimensional, got a {type(values).__name__} "
+                         f"of shape {values.shape}")
+    dtype = values.dtype
+    if getattr(dtype, "name", "") == "category":
+        return _missing_as_none(np.asarray(values))  # the categories' values, row by row
+    kind = getattr(dtype, "kind", "O")  # extension dtypes are not numpy dtypes: only `.kind`
+    missing = bool(np.asarray(values.isna()).any()) if kind in "iubf" else False
+    if kind == "f":
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    if kind in "iub" and missing:
+        return values.to_numpy(dtype=object, na_value=None)
+    if kind in "iub":
+        return np.asarray(values.to_numpy())
+    array = np.asarray(values.to_numpy())
+    return _missing_as_none(array) if array.dtype == object else array
+
+
+def _from_sequence(values) -> np.ndarray:
+    items = values if isinstance(values, (list, tuple)) else list(values)
+    array = np.asarray(items) if items and not any(isinstance(x, (tuple, list)) for x in items) else None
+    if array is None or array.dtype.kind in "USO":
+        # numpy would turn ["x", 1, 2.5] into three strings; keep the items themselves
+        if array is not None and array.dtype.kind in "US" and all(type(x) is type(items[0]) for x in items):
+            return array
+        return _missing_as_none(object_array(items))
+    return array
+
+
+def _missing_as_none(array: np.ndarray) -> np.ndarray:
+    """An object array with pd.NA and NaT (pandas' missing markers) replaced by None."""
+    if array.dtype != object:
+        return array
+    marks = [i for i, x in enumerate(array.tolist()) if _is_missing_marker(x)]
+    if marks:
+        array = array.copy()
+        array[marks] = None
+    return array
+
+
+def _is_missing_marker(x) -> bool:
+    module = type(x).__module__
+    return module.startswith("pandas") and type(x).__name__ in ("NAType", "NaTType")
+
+
+def is_missing(x) -> bool:
+    """Whether one item is a missing value: None, NaN, pd.NA or NaT."""
+    if x is None or _is_missing_marker(x):
+        return True
+    return isinstance(x, (float, np.floating)) and x != x
+
+
 def _is_number_or_missing(x) -> bool:
-    if x is None:
+    if x is None or _is_missing_marker(x):
         return True
     return isinstance(x, (numbers.Real, np.bool_)) and not isinstance(x, (str, bytes))
+
+
+#: The largest integer magnitude float64 holds with every integer below it: 2**53.
+FLOAT_EXACT_INT = 2 ** 53
 
 
 def numeric_values(array: np.ndarray, agg_name: str) -> Optional[np.ndarray]:
     """``array`` as int64 or float64 for a compiled aggregation, or None if it is not numbers.
 
-    Object arrays of numbers and None (a Python list with None in it) become float64 with
-    NaN for None, as pandas reads them. Raises OverflowError for unsigned values above
-    int64's range, naming the first such row.
+    Object arrays of numbers and missing values become float64 with NaN for a missing
+    value, as pandas reads them, when float64 holds every integer among them exactly;
+    integers of int64 stay int64. What neither holds exactly is refused, naming the first
+    such row: an unsigned value above int64's range or a Python int beyond it
+    (OverflowError), an integer above 2**53 beside missing values, a Fraction or
+    Decimal (ValueError: a compiled aggregation would round it).
     """
     kind = array.dtype.kind
     if kind == "u" and array.size and array.dtype.itemsize >= 8:
@@ -73,11 +145,42 @@ def numeric_values(array: np.ndarray, agg_name: str) -> Optional[np.ndarray]:
         return array.astype(np.int64, copy=False)
     if kind == "f":
         return array.astype(np.float64, copy=False)
-    if kind == "O" and all(_is_number_or_missing(x) for x in array.tolist()):
-        if any(x is None for x in array.tolist()) or any(isinstance(x, float) for x in array.tolist()):
-            return np.array([np.nan if x is None else x for x in array.tolist()], dtype=np.float64)
-        return numeric_values(np.array(array.tolist()), agg_name)
-    return None
+    if kind != "O":
+        return None
+    items = array.tolist()
+    if not all(_is_number_or_missing(x) for x in items):
+        return None
+    return _numbers_from_objects(items, agg_name)
+
+
+def _numbers_from_objects(items: list, agg_name: str) -> np.ndarray:
+    exact_ints = all(isinstance(x, (int, np.integer, bool, np.bool_)) for x in items)
+    for row, x in enumerate(items):
+        if isinstance(x, (int, np.integer)) and not INT64_MIN <= int(x) <= INT64_MAX:
+            raise OverflowError(f"values[{row}] = {x} does not fit int64, which {agg_name} runs on; pass "
+                                f"floats to {agg_name} approximately, or a winagg.Monoid of Python ints")
+        if not isinstance(x, (int, float, np.integer, np.floating, bool, np.bool_)) and not is_missing(x):
+            raise ValueError(f"values[{row}] = {x!r} is a {type(x).__name__}, which {agg_name} would round to "
+                             f"float64; pass floats to accept that, or a winagg.Monoid over {type(x).__name__}s")
+    if exact_ints:
+        return np.array([int(x) for x in items], dtype=np.int64)
+    for row, x in enumerate(items):
+        if isinstance(x, (int, np.integer)) and abs(int(x)) > FLOAT_EXACT_INT:
+            raise ValueError(f"values[{row}] = {x} is an integer beyond 2**53 beside missing or float "
+                             f"values: float64 would round it; fill or drop the missing values first")
+    return np.array([np.nan if is_missing(x) else float(x) for x in items], dtype=np.float64)
+
+
+def float_values(values, what: str = "values") -> np.ndarray:
+    """``values`` as float64 with NaN for every missing value (None, pd.NA, null), for the
+    compiled Window paths that keep float64 state; non-numbers are refused by name."""
+    array = to_array(values, what)
+    if array.dtype.kind in "iubf":
+        return array.astype(np.float64)
+    numeric = numeric_values(array, what)
+    if numeric is None:
+        raise TypeError(f"{what} must be numbers or missing values, but {describe_non_number(array)}")
+    return numeric.astype(np.float64)
 
 
 def describe_non_number(array: np.ndarray) -> str:

@@ -7,8 +7,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..layout import Layout
+from .. import jitcache
+from ..layout import Layout, tuple_layout
 from ..monoid import Monoid
+from ..values import is_missing
 
 
 @dataclass(frozen=True)
@@ -57,16 +59,23 @@ class Aggregation(Monoid):
 
     def _python_from(self, spec: Compiled, identity=None, lower=None, *, commutative: bool,
                      inverse: bool = False, name: Optional[str] = None):
+        if self.nan_without_values:  # the same counted functions as compiled_counted's, in Python
+            identity = spec.identity if identity is None else identity
+            funcs = (spec.lift.py_func, spec.combine.py_func, lower or spec.lower.py_func,
+                     spec.inverse.py_func if spec.inverse is not None else None)
+            lift_py, combine_py, lower, inverse_py = _counted_functions(*funcs, _plain)
+            spec = _PythonSpec(lift_py, combine_py, lower, inverse_py, (identity, 0))
+            identity = None
         lift_py = spec.lift.py_func
-        # None is a missing value, as NaN is (pandas and Spark read both as null); the
+        # None and pd.NA are a missing value, as NaN is (pandas and Spark read them as null); the
         # compiled lifts see NaN, so Python mode hands them NaN too and both agree.
         if self.positional:
             def lift(item):
                 value, position = item
-                return lift_py(np.nan if value is None else value, position)
+                return lift_py(np.nan if is_missing(value) else value, position)
         else:
             def lift(item):
-                return lift_py(np.nan if item is None else item, 0)
+                return lift_py(np.nan if is_missing(item) else item, 0)
         inv = spec.inverse.py_func if (inverse and spec.inverse is not None) else None
         Monoid.__init__(
             self,
@@ -78,6 +87,27 @@ class Aggregation(Monoid):
             inverse=inv,
             name=name or type(self).__name__.lower(),
         )
+
+    def compiled_counted(self, dtype) -> Optional[Compiled]:
+        """:meth:`compiled_for`, lowered as every other path lowers: for an aggregation with
+        :attr:`nan_without_values`, a partial that also counts its values, NaN with none.
+
+        :func:`winagg.rolling` keeps the one-number partial (its kernels are the fast path)
+        and marks such rows NaN after the loop; a Window's kernels keep state across calls
+        and answer from the partial alone, so they run this one.
+        """
+        spec = self.compiled_for(dtype)
+        if spec is None or not self.nan_without_values:
+            return spec
+        cache = self.__dict__.setdefault("_counted", {})
+        if spec.key not in cache:
+            lift, combine, lower, inverse = _counted_functions(spec.lift, spec.combine, spec.lower, spec.inverse,
+                                                               jitcache.njit)
+            cache[spec.key] = Compiled(spec.key + "_counted", lift, combine, lower, (spec.identity, np.int64(0)),
+                                       tuple_layout(np.asarray(spec.identity).dtype, np.int64), np.float64,
+                                       inverse, exact_inverse=spec.exact_inverse, positional=spec.positional,
+                                       commutative=spec.commutative)
+        return cache[spec.key]
 
     def _init_python(self, identity, combine, lift, lower, commutative, name, inverse=None):
         """Set up an aggregation that only runs in plain Python."""
@@ -100,6 +130,49 @@ class Aggregation(Monoid):
     def __repr__(self):
         parts = [repr(a) for a in self._args] + [f"{k}={v!r}" for k, v in self._kwargs.items()]
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _plain(function):
+    return function
+
+
+@dataclass(frozen=True)
+class _PlainFunction:
+    py_func: Any
+
+
+class _PythonSpec:
+    """The Python-mode functions of a counted partial, shaped as a :class:`Compiled`'s."""
+
+    def __init__(self, lift, combine, lower, inverse, identity):
+        self.lift, self.combine, self.lower = _PlainFunction(lift), _PlainFunction(combine), _PlainFunction(lower)
+        self.inverse = None if inverse is None else _PlainFunction(inverse)
+        self.identity = identity
+
+
+def _counted_functions(lift, combine, lower, inverse, compile):
+    """``(lift, combine, lower, inverse)`` of a partial ``(partial, values)``: ``values`` counts the
+    non-missing items, and a partial of none lowers to NaN. ``compile`` is ``jitcache.njit`` for
+    the kernels and the identity for Python mode: one definition serves both."""
+    @compile
+    def counted_lift(x, row):
+        return (lift(x, row), np.int64(0) if x != x else np.int64(1))
+
+    @compile
+    def counted_combine(a, b):
+        return (combine(a[0], b[0]), a[1] + b[1])
+
+    @compile
+    def counted_lower(a):
+        return lower(a[0]) if a[1] > 0 else np.nan
+
+    counted_inverse = None
+    if inverse is not None:
+        @compile
+        def counted_inverse(a):
+            return (inverse(a[0]), -a[1])
+
+    return counted_lift, counted_combine, counted_lower, counted_inverse
 
 
 def _rebuild(cls, args, kwargs):

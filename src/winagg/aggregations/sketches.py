@@ -10,6 +10,7 @@ SplitMix64 finalizer. Missing values (NaN, None) lift to the empty sketch.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from numba.extending import intrinsic
 
 from .. import jitcache
 from ..layout import vector_layout
-from .base import Aggregation, Compiled
+from .base import Aggregation, Compiled, float_input
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,33 @@ def stable_key(item):
     else:
         data = repr(item).encode("utf-8")
     return _U(int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little"))
+
+
+def item_keys(items) -> "np.ndarray | None":
+    """The keys of an object array's items as int64 (the bits of :func:`stable_key`), or None
+    when an item is missing: a compiled sketch then keys strings as :func:`winagg.make` does."""
+    keys = [stable_key(item) for item in items.tolist()]
+    if any(key is None for key in keys):
+        return None
+    return np.array([int(key) for key in keys], dtype=np.uint64).view(np.int64)
+
+
+_int_lifts: dict = {}
+
+
+def _int_lift(lift_key):
+    """A compiled lift that keys an int64 value by its own bits, as :func:`stable_key` keys an
+    int: through float64 (the float lift) integers above 2**53 would share keys."""
+    if lift_key not in _int_lifts:
+        @jitcache.njit
+        def lift(x, row):
+            return lift_key(_U(x))
+        _int_lifts[lift_key] = lift
+    return _int_lifts[lift_key]
+
+
+def _int_keyed(spec, lift_key):
+    return dataclasses.replace(spec, key=spec.key + "_int", lift=_int_lift(lift_key))
 
 
 def _python_lift(key_lift, empty):
@@ -277,12 +305,13 @@ class Bloom(Aggregation):
         self._spec = CompiledSketch(f"bloom{bits}x{hashes}p{probe!r}", lift, _bitwise_or, lower, empty,
                                     vector_layout(bits // 64, np.uint64), np.float64,
                                     combine_into=_bitwise_or_into, combine_rows=_bitwise_or_rows)
+        self._int_spec = _int_keyed(self._spec, lift_key)
         Aggregation._init_python(
             self, empty, _bitwise_or.py_func, _python_lift(lift_key, empty),
             lambda filt: BloomFilter(filt, hashes, contains_key, estimate), True, "bloom")
 
     def compiled_for(self, dtype):
-        return self._spec
+        return self._spec if float_input(dtype) else self._int_spec
 
 
 # ---------------------------------------------------------------- Count-Min sketch
@@ -374,13 +403,14 @@ class CountMin(Aggregation):
                                     vector_layout(width * depth, np.int64), np.float64, _elementwise_negate,
                                     exact_inverse=True, combine_into=_elementwise_add_into,
                                     combine_rows=_elementwise_add_rows)
+        self._int_spec = _int_keyed(self._spec, lift_key)
         Aggregation._init_python(
             self, empty, _elementwise_add.py_func, _python_lift(lift_key, empty),
             lambda counts: CountMinSketch(counts, estimate_key), True, "countmin",
             inverse=_elementwise_negate.py_func)
 
     def compiled_for(self, dtype):
-        return self._spec
+        return self._spec if float_input(dtype) else self._int_spec
 
 
 # ---------------------------------------------------------------- HyperLogLog
@@ -446,9 +476,10 @@ class HyperLogLog(Aggregation):
         self._spec = CompiledSketch(f"hll{precision}", lift, _elementwise_max, estimate, empty,
                                     vector_layout(1 << precision, np.uint8), np.float64,
                                     combine_into=_elementwise_max_into, combine_rows=_elementwise_max_rows)
+        self._int_spec = _int_keyed(self._spec, lift_key)
         Aggregation._init_python(
             self, empty, _elementwise_max.py_func, _python_lift(lift_key, empty),
             lambda regs: float(estimate(regs)), True, "hyperloglog")
 
     def compiled_for(self, dtype):
-        return self._spec
+        return self._spec if float_input(dtype) else self._int_spec
