@@ -1,5 +1,7 @@
 """winagg.rolling: one result per row, compared with pandas' rolling and brute-force folds."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -364,3 +366,48 @@ def test_argmax_time_window():
     values = np.array([5.0, 1.0, 5.0, 2.0, 9.0, 9.0, 0.0])
     times = np.array([0, 1, 2, 3, 4, 4, 20])
     assert winagg.rolling(values, window=3, agg="argmax", times=times).tolist() == [0, 0, 0, 2, 4, 4, 6]
+
+
+# ---------------------------------------------------------------- one semantics on every algorithm
+EVERY_IN_ORDER = [None, "daba_lite", "two_stacks", "flatfat", "soe"]
+
+
+def _exact_variance(window, ddof=1):
+    """The variance of finite floats from exact fractions, rounded once (inf beyond float64)."""
+    from fractions import Fraction
+
+    items = [Fraction(v) for v in window]
+    mean = sum(items) / len(items)
+    exact = sum((v - mean) ** 2 for v in items) / (len(items) - ddof)
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf
+
+
+@pytest.mark.parametrize("algorithm", EVERY_IN_ORDER)
+def test_variance_with_an_infinite_item_is_nan_on_every_algorithm(algorithm):
+    got = winagg.rolling(np.array([1.0, np.inf, 2.0, 3.0]), 2, "var", algorithm=algorithm)
+    assert np.isnan(got[:3]).all() and got[3] == 0.5  # pandas: NaN, NaN, NaN, 0.5
+
+
+@pytest.mark.parametrize("algorithm", EVERY_IN_ORDER)
+@pytest.mark.parametrize("agg", ["var", "std"])
+def test_variance_of_huge_values_is_the_rounded_exact_answer(algorithm, agg):
+    values = np.array([-1e300, 1.0, 0.0, 1.4e154, 3e200, 3e200])
+    got = winagg.rolling(values, 2, agg, algorithm=algorithm)
+    for i in range(1, values.size):
+        want = _exact_variance(values[i - 1:i + 1])
+        want = math.sqrt(want) if agg == "std" and want != math.inf else want
+        if agg == "std" and want == math.inf:
+            want = math.sqrt(_exact_variance(values[i - 1:i + 1] / 1e200)) * 1e200
+        assert got[i] == pytest.approx(want, rel=1e-12), i
+
+
+@pytest.mark.parametrize("agg,want", [("sum", [np.inf, np.inf, 3.0, 5.0, -np.inf, np.nan, np.inf, 11.0]),
+                                      ("mean", [np.inf, np.inf, 1.5, 2.5, -np.inf, np.nan, np.inf, 5.5])])
+@pytest.mark.parametrize("algorithm", EVERY_IN_ORDER)
+def test_an_infinity_that_left_the_window_leaves_no_trace(agg, want, algorithm):
+    values = np.array([np.inf, 1.0, 2.0, 3.0, -np.inf, np.inf, 5.0, 6.0])
+    got = winagg.rolling(values, 2, agg, algorithm=algorithm)
+    np.testing.assert_array_equal(got, want)

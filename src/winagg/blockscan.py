@@ -86,7 +86,7 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     if times is None:
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f"window must be a row count of at least 1, got {window!r}")
-        starts, width = _NO_STARTS, int(min(window, max(n, 1)))
+        starts, width = NO_STARTS, int(min(window, max(n, 1)))
         widest = width
     else:
         bounds = window_starts(times, span, n)
@@ -102,8 +102,9 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     x = values.astype(np.float64, copy=False)
     out = np.empty(n, np.float64)
     if key in MOMENT_KEYS:
-        _kernel("moments", width > 0)(x, starts, width, float(key[-1]), key.startswith("std"),
-                                      _scratch(9 if width > 0 else 12, widest), out)
+        ddof, root = float(key[-1]), key.startswith("std")
+        _kernel("moments", width > 0)(x, starts, width, ddof, root, _scratch(9 if width > 0 else 12, widest), out)
+        extreme_moments(x, starts, width, ddof, root, out)
         return out
     saw_nan = _kernel(key, width > 0)(x, starts, width, _scratch(6, widest), out)
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
@@ -111,7 +112,7 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     return out
 
 
-_NO_STARTS = np.empty(0, np.int64)
+NO_STARTS = np.empty(0, np.int64)
 
 
 def window_starts(times, span, n: int):
@@ -523,6 +524,57 @@ def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     if dof <= 0.0:
         return np.nan
     return math.sqrt(m2 / dof) if root else m2 / dof
+
+
+@nb.njit(cache=True, error_model="numpy")
+def extreme_moments(x, starts, width, ddof, root, out):
+    """Recompute the NaN and infinite variances (``root``: deviations) of windows that hold
+    only finite values, and enough of them, in place.
+
+    Sums of squares pass float64's range as soon as one squared distance does (|d| > 1.3e154),
+    before the variance or the deviation does: such a window came out NaN (inf - inf) or inf.
+    Its answer is taken again from values scaled by the window's largest magnitude: the finite
+    answer, or inf where the answer itself is beyond float64. A window with an infinite value,
+    or with fewer than ddof + 1 values, stays NaN (pandas' answers). Row windows (``width``)
+    or sorted time windows (``starts``).
+    """
+    n = x.shape[0]
+    valid = np.zeros(n + 1, np.int64)  # prefix counts, built only when some answer needs them
+    infinite = np.zeros(n + 1, np.int64)
+    built = False
+    for i in range(n):
+        if abs(out[i]) < np.inf:
+            continue
+        if not built:
+            for j in range(n):
+                valid[j + 1] = valid[j] + (x[j] == x[j])
+                infinite[j + 1] = infinite[j] + (abs(x[j]) == np.inf)
+            built = True
+        s = max(i - width + 1, 0) if width > 0 else starts[i]
+        count = valid[i + 1] - valid[s]
+        if infinite[i + 1] - infinite[s] > 0 or count - ddof <= 0:
+            continue
+        out[i] = _scaled_moment(x, s, i + 1, count, ddof, root)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _scaled_moment(x, start, end, count, ddof, root):
+    scale = 0.0
+    for j in range(start, end):
+        if x[j] == x[j]:
+            scale = max(scale, abs(x[j]))
+    mean = 0.0
+    for j in range(start, end):
+        if x[j] == x[j]:
+            mean += x[j] / scale
+    mean /= count
+    squares = 0.0
+    for j in range(start, end):
+        if x[j] == x[j]:
+            d = x[j] / scale - mean
+            squares += d * d
+    spread = scale * math.sqrt(squares / (count - ddof))
+    return spread if root else spread * spread
 
 
 # ---------------------------------------------------------------- compiling ahead

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from . import aggregations
+from . import aggregations, blockscan
 from .errors import OutOfOrderError
 from .times import read_times
 from .values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
@@ -186,8 +186,6 @@ def _whole_array(spec, numeric, window, timed):
     With the whole input in memory, block prefix and suffix scans need no queue: they are
     faster than any streaming algorithm and exact in the same way (no subtraction).
     """
-    from . import blockscan
-
     if timed is None:
         return blockscan.rolling(numeric, int(window), spec.key)
     t, w = timed
@@ -206,12 +204,50 @@ def _compiled_rolling(algo, monoid, spec, numeric, window, timed):
     n = numeric.shape[0]
     # A row window never holds more rows than the input: allocate for that, not `window`.
     rows = int(min(window, max(n, 1))) if timed is None else None
-    out = _run_kernel(algo, spec, numeric, rows, timed)
+    infinite = _subtracted_infinities(algo, spec, numeric)
+    out = _run_kernel(algo, spec, numeric if infinite is None else np.where(infinite, np.nan, numeric), rows, timed)
+    if infinite is not None:
+        out = _answers_with_infinities(out, monoid, numeric, infinite, rows, timed)
+    if spec.key in blockscan.MOMENT_KEYS:  # the whole-array path's answers where squares overflow
+        starts = blockscan.NO_STARTS if timed is None else _window_starts(timed)
+        out = out.copy()
+        blockscan.extreme_moments(numeric.astype(np.float64, copy=False), starts, rows or 0,
+                                  float(spec.key[-1]), spec.key.startswith("std"), out)
     if monoid.nan_without_values and numeric.dtype.kind == "f":
         out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
     if spec.key in _INTEGER_SUMS and numeric.shape[0]:
         longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
         _check_integer_sums(numeric, longest, lambda spec, values: _run_kernel(algo, spec, values, rows, timed))
+    return out
+
+
+def _subtracted_infinities(algo, spec, numeric):
+    """Where the float input is ±inf, when ``algo`` subtracts on eviction inexactly (soe on
+    floats): inf - inf is NaN, so an infinity that left would spoil every later answer.
+    None when nothing needs it."""
+    if not algo.needs_inverse or spec.exact_inverse or numeric.dtype.kind != "f":
+        return None
+    infinite = np.isinf(numeric)
+    return infinite if infinite.any() else None
+
+
+def _answers_with_infinities(out, monoid, numeric, infinite, rows, timed):
+    """``out`` (answers over the finite values) with each window that holds ±inf answered as
+    the aggregation answers its infinities alone (an infinite sum, mean or product swamps every
+    finite value; a variance is NaN): :func:`_subtracted_infinities` kept them out of the loop."""
+    ends = np.arange(1, numeric.shape[0] + 1)
+    starts = np.maximum(ends - rows, 0) if timed is None else _window_starts(timed)
+    counts = {}
+    for sign in (1, -1):
+        seen = np.concatenate(([0], np.cumsum(numeric == sign * np.inf)))
+        counts[sign] = seen[ends] - seen[starts] > 0
+    out = out.copy()
+    for pos, neg in ((True, False), (False, True), (True, True)):
+        rows_here = (counts[1] == pos) & (counts[-1] == neg)
+        if rows_here.any():
+            items = [np.inf] * pos + [-np.inf] * neg
+            with np.errstate(invalid="ignore"):  # inf + -inf is NaN, the answer wanted
+                out[rows_here] = monoid.fold(items)
     return out
 
 

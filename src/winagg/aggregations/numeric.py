@@ -332,7 +332,9 @@ def _moments_combine(a, b):
     if n == 0.0:  # an inverse cancelled every item
         return (0.0, 0.0, 0.0)
     delta = b[1] - a[1]
-    return (n, a[1] + delta * (b[0] / n), a[2] + b[2] + delta * delta * (a[0] * b[0] / n))
+    # delta * (delta * w), not delta * delta * w: the square alone passes float64's range
+    # (|delta| > 1.3e154) in windows whose variance does not
+    return (n, a[1] + delta * (b[0] / n), a[2] + b[2] + delta * (delta * (a[0] * b[0] / n)))
 
 
 @nb.njit(cache=True)
@@ -344,7 +346,8 @@ def _variance_lower(ddof):
     @nb.njit(cache=True)
     def lower(a):
         dof = a[0] - ddof
-        if dof <= 0.0:
+        # an infinite item makes the mean infinite or NaN: the variance is NaN, as in pandas
+        if dof <= 0.0 or not math.isfinite(a[1]):
             return np.nan
         return max(a[2], 0.0) / dof
     return lower
@@ -354,7 +357,7 @@ def _stddev_lower(ddof):
     @nb.njit(cache=True)
     def lower(a):
         dof = a[0] - ddof
-        if dof <= 0.0:
+        if dof <= 0.0 or not math.isfinite(a[1]):
             return np.nan
         return math.sqrt(max(a[2], 0.0) / dof)
     return lower
