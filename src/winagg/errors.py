@@ -32,5 +32,11 @@ class UnsupportedOperationError(WinaggError, NotImplementedError):
     """The algorithm does not offer this operation (for example a range query on a FIFO algorithm)."""
 
 
-class StoreCorruptError(WinaggError, LookupError):
-    """A key-value store lacks a value that the window it holds needs (it was changed outside winagg)."""
+class StoreCorruptError(WinaggError, LookupError, ValueError):
+    """A key-value store's contents cannot be the window it holds: a value or its metadata is missing,
+    damaged, of the wrong type, or of another format (it was changed outside winagg, or written by
+    another version)."""
+
+
+class StoreLockedError(WinaggError, RuntimeError):
+    """A stored window is already open for writing elsewhere (one writer per window)."""

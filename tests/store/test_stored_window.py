@@ -97,7 +97,8 @@ def test_reopening_with_another_aggregation_is_refused(new_store):
         StoredWindow(new_store(name), "max")
 
 
-def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
+@pytest.mark.parametrize("number", [2, 5])
+def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path, number):
     import pickle
 
     path = tmp_path / "old.db"
@@ -105,11 +106,13 @@ def test_a_window_saved_in_an_older_format_is_refused_by_name(tmp_path):
     window.insert(1.0)
     window.close()
     store = SQLiteStore(path)
-    saved = pickle.loads(store.load_meta())
-    saved["format"] = 2  # as the layout before amta kept its event positions and R0 in the stack
-    store.write({}, meta=pickle.dumps(saved))
-    with pytest.raises(ValueError, match="format 2, expected 5"):
+    # metadata as winagg wrote it up to format 5: a pickled dict (2: before amta kept its event
+    # positions and R0 in the stack; 5: before the JSON metadata)
+    old = dict(format=number, algorithm="amta", aggregation="sum", meta=[0] * 4, state=(15, 0, 1, 1, 0, 1.0))
+    store.write({}, meta=pickle.dumps(old, protocol=pickle.HIGHEST_PROTOCOL))
+    with pytest.raises(winagg.StoreCorruptError, match=f"format {number}, expected 6: an older winagg"):
         StoredWindow(store, "sum", algorithm="amta")
+    store.close()
 
 
 def test_local_buffers_stay_logarithmic_and_the_store_drops_evicted_items(new_store):
@@ -195,3 +198,33 @@ def test_datetimes_are_stored_as_nanoseconds_and_come_back_after_reopening(tmp_p
     assert again.bulk_evict(start + pd.Timedelta("30s")) == 1
     assert again.oldest_time() == start + pd.Timedelta("1min") and again.query() == 6.0
     again.close()
+
+
+@pytest.mark.parametrize("name", sorted(set(winagg.aggregations.names()) - {"argmin", "argmax"}))
+def test_every_builtin_aggregation_keeps_its_partials_through_reopening(tmp_path, name):
+    from winagg.store import codec
+
+    values = [float((i * 37) % 101) - 20.0 for i in range(300)]
+    values[17] = float("nan")
+
+    def run(window, reopen):
+        window.bulk_insert(values[:150])
+        window = reopen(window)
+        for value in values[150:]:
+            window.insert(value)
+        window.evict_oldest(100)
+        window = reopen(window)
+        window.evict()
+        return window
+
+    def close_and_open(window):
+        window.close()
+        return StoredWindow(SQLiteStore(tmp_path / "reopened.db"), name, buffer_size=8)
+
+    reopened = run(StoredWindow(SQLiteStore(tmp_path / "reopened.db"), name, buffer_size=8), close_and_open)
+    uninterrupted = run(StoredWindow(SQLiteStore(tmp_path / "kept.db"), name, buffer_size=8), lambda window: window)
+    # the same partial, bit for bit and type for type (a sketch's array, a tuple's numpy scalars)
+    assert codec.encode(reopened.partial()) == codec.encode(uninterrupted.partial())
+    assert len(reopened) == len(uninterrupted) == 199
+    reopened.close()
+    uninterrupted.close()

@@ -6,8 +6,8 @@ addresses element ``index`` of level ``level`` as the slot
 ``load``/``store`` for such a tree. It keeps, in local memory:
 
 * per level, a *write buffer*: the values written since the last flush (the
-  window flushes when one level's holds ``buffer_size`` of them: one atomic
-  store batch for all levels);
+  window flushes, one atomic store batch for all levels, before it changes
+  again once one level's holds ``buffer_size`` of them);
 * per level, a *head cache*: ``buffer_size`` consecutive values read from the
   store from the level's oldest element on, refilled when fewer than
   ``refill`` are left ahead of the read (the paper: 512 and 256);
@@ -16,19 +16,18 @@ addresses element ``index`` of level ``level`` as the slot
 * the AMTA stack (O(log n) partials), saved with the window's metadata.
 
 Everything else lives only in the store, so local memory is
-O(buffer_size * log n) whatever the window's size. Plain Python only.
+O(buffer_size * log n) whatever the window's size. Plain Python only. Values
+go to the store as :mod:`winagg.store.codec` blobs; one that is damaged
+raises :class:`~winagg.StoreCorruptError` naming its level and index.
 """
 
 from __future__ import annotations
 
-import pickle
-import struct
 from typing import Dict, List, Optional
-
-import numpy as np
 
 from ..errors import StoreCorruptError
 from ..fifo.mta_tree import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
+from .codec import decode, encode
 
 #: Slots at this level are the AMTA stack (kept locally, see the module docstring).
 STACK_LEVEL = MAX_LEVELS
@@ -39,29 +38,6 @@ INDEX_MASK = (1 << VIRTUAL_SHIFT) - 1
 RECENT = 4
 _MISSING = object()
 _ABSENT = object()  # a cell the store does not hold
-
-
-_FLOAT = struct.Struct("<d")
-
-
-def encode(value) -> bytes:
-    """A value as bytes for the store: numbers raw (pickling a numpy scalar costs ~5 us), else a pickle."""
-    kind = type(value)
-    if kind is float:
-        return b"f" + _FLOAT.pack(value)
-    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        return b"n" + value.dtype.char.encode() + value.tobytes()
-    return b"p" + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def decode(blob: bytes):
-    """The value :func:`encode` turned into ``blob``."""
-    tag = blob[:1]
-    if tag == b"f":
-        return _FLOAT.unpack_from(blob, 1)[0]
-    if tag == b"n":
-        return np.frombuffer(blob, dtype=np.dtype(chr(blob[1])), offset=2)[0]
-    return pickle.loads(memoryview(blob)[1:])
 
 
 class CachedLevels:
@@ -146,7 +122,7 @@ class CachedLevels:
             return self._present(self.head[level][1][0], level, index)
         self.store_reads += 1
         raw = self.store.get_many(level, [index])[0]
-        return self._present(_ABSENT if raw is None else decode(raw), level, index)
+        return self._present(_ABSENT if raw is None else self._decoded(raw, level, index), level, index)
 
     def _present(self, value, level, index):
         """``value``, or StoreCorruptError when the window needs a cell the store does not hold."""
@@ -155,6 +131,13 @@ class CachedLevels:
                                     f"window holds: the store was changed outside winagg; clear() it and "
                                     f"rebuild the window")
         return value
+
+    def _decoded(self, blob, level, index):
+        """The value stored as ``blob``; StoreCorruptError naming the cell when the bytes are damaged."""
+        try:
+            return decode(blob)
+        except StoreCorruptError as damage:
+            raise StoreCorruptError(f"{self.store!r}, level {level}, index {index}: {damage}") from damage
 
     def _refill(self, level, index):
         start, values = self.head[level]
@@ -172,7 +155,7 @@ class CachedLevels:
             value = dirty.get(i, _MISSING)
             if value is _MISSING:
                 blob = raw.get(i)
-                value = _ABSENT if blob is None else decode(blob)  # past the end, or lost
+                value = _ABSENT if blob is None else self._decoded(blob, level, i)  # absent: past the end, or lost
             values.append(value)
         return values
 
@@ -205,22 +188,30 @@ class CachedLevels:
 
         ``levels`` is the tree's height: levels at and above it are dead and
         deleted whole; a live level keeps indices from its oldest element on.
+        If the batch fails (the store raises, or a value cannot be encoded),
+        nothing here changes: the same flush can be tried again.
         """
         puts = {level: {i: encode(v) for i, v in values.items()} for level, values in self.dirty.items() if values}
-        deletes = []
-        for level, lo in list(self.deleted_lo.items()):
-            live = level < levels or level == TIME_LEVEL
-            keep_from = self._lo(level) if live else self.written_hi[level]
-            if keep_from > lo:
-                deletes.append((level, lo, keep_from))
-                self.deleted_lo[level] = keep_from
-            if not live:  # nothing of a dead level is worth caching
+        kept_from = {level: self._kept_from(level, levels) for level in self.deleted_lo}
+        deletes = [(level, lo, kept_from[level]) for level, lo in self.deleted_lo.items() if kept_from[level] > lo]
+        self.store.write(puts, deletes, meta_blob)
+        for level, _, keep_from in deletes:
+            self.deleted_lo[level] = keep_from
+        for level in kept_from:
+            if not self._live(level, levels):  # nothing of a dead level is worth caching
                 self.head.pop(level, None)
                 self.recent.pop(level, None)
-        self.store.write(puts, deletes, meta_blob)
         self.dirty = {}
         self.dirty_count = 0
         self.fullest = 0
+
+    @staticmethod
+    def _live(level: int, levels: int) -> bool:
+        return level < levels or level == TIME_LEVEL
+
+    def _kept_from(self, level: int, levels: int) -> int:
+        """The first index of ``level`` the store must keep: its oldest element's (past every index if dead)."""
+        return self._lo(level) if self._live(level, levels) else self.written_hi[level]
 
     def cached_values(self) -> int:
         """How many values the local buffers hold (bounded by about ``2 * buffer_size`` per level)."""

@@ -1,26 +1,35 @@
-"""A Monoid Tree Aggregator window whose levels live in a key-value store."""
+"""A Monoid Tree Aggregator window whose levels live in a key-value store.
+
+What a store holds is data, never code: values are :mod:`winagg.store.codec`
+blobs and the metadata is JSON (:mod:`winagg.store.metadata`), so opening a
+store from anywhere runs nothing from it, and a damaged one raises
+:class:`~winagg.StoreCorruptError`. One window writes through one store
+(:mod:`winagg.store.locks`).
+"""
 
 from __future__ import annotations
 
-import pickle
 from bisect import bisect_left, bisect_right
 from typing import Any, Optional
 
 from .. import aggregations
 from ..aggregator import Aggregator
+from ..errors import StoreCorruptError
 from ..fifo import amta, lmta
+from ..fifo.mta_tree import MAX_LEVELS, META_SIZE, VIRTUAL_SHIFT
 from ..ops import Ops
 from ..registry import info
 from ..state import end, first
 from ..time_index import TimeUnit
-from .levels import TIME_LEVEL, CachedLevels
+from . import metadata
+from .codec import encode
+from .levels import STACK_LEVEL, TIME_LEVEL, CachedLevels
 
-#: 5: tuple partials are kept in one record array, not an array per field.
-#: 4: the times are in the window's unit (datetimes as int nanoseconds) and the snapshot says which.
-#: 3: amta keeps its event positions in meta and R0 with the oldest block's entries in the stack, and its
-#: state has six fields (format 2 did neither).
-_FORMAT = 5
 _MODULES = {"amta": amta, "lmta": lmta}
+#: How each algorithm's state tuple splits: this many integers, then partials (amta: mask, first, end,
+#: h, sp, R1; lmta: mask, first, end, h).
+_STATE_INTS = {"amta": 5, "lmta": 4}
+_STATE_PARTIALS = {"amta": 1, "lmta": 0}
 
 
 def _no_jit(fn):
@@ -80,16 +89,25 @@ class StoredWindow(Aggregator):
     (refilled when fewer than ``refill`` are left, by default half of
     ``buffer_size``), so it stays O(log n) at millions of items
     (see :mod:`winagg.store.levels`). Writes reach the store in one atomic
-    batch whenever a level has ``buffer_size`` of them buffered after an
-    operation, and on :meth:`flush`/:meth:`close`. A window opened on a store
-    that already holds one continues it where its last flush stopped (the
-    aggregation and algorithm must be the same).
+    batch before an operation that changes the window, once a level has
+    ``buffer_size`` of them buffered, and on :meth:`flush`/:meth:`close`.
+    Flushing before the change rather than after it means that an operation
+    whose flush fails raises with the window exactly as it was: retried, it
+    applies once. A window opened on a store that already holds one continues
+    it where its last flush stopped (the aggregation and algorithm must be
+    the same).
+
+    One window per store, one store per window: the store holds the
+    window's lock until it is closed, and a second window on the same store
+    object raises :class:`~winagg.StoreLockedError`.
 
     It is the per-item :class:`~winagg.aggregator.Aggregator` of its algorithm
     (``insert``, ``bulk_insert``, ``evict``, ``bulk_evict(time)``,
     ``evict_oldest(count)``, ``enforce(wsp)``, ``query``, ``partial``, ``len``,
     ``oldest_time``, ``youngest_time``), run in plain Python only (no numba):
-    every step may talk to the store.
+    every step may talk to the store. Partials and times must be of the types
+    :mod:`winagg.store.codec` keeps; an aggregation whose identity is of
+    another type is refused with ``TypeError``.
     """
 
     def __init__(self, store, aggregation: Any, algorithm: str = "amta",
@@ -101,23 +119,29 @@ class StoredWindow(Aggregator):
         self.store = store
         self.buffer_size = buffer_size
         self.levels = CachedLevels(store, buffer_size, buffer_size // 2 if refill is None else refill)
+        self._enforcing = False
         monoid = aggregations.get(aggregation)
+        encode(monoid.identity)  # a partial the store cannot keep is refused now, not at a flush
         ops = Ops(monoid.combine, monoid.identity, self._alloc, CachedLevels.load, CachedLevels.store_slot,
                   monoid.inverse, _no_jit, _no_jit)
         super().__init__(info(algorithm), monoid, ops=ops, virtual=True)
         self.levels.meta = self._bufs[1]
         self.levels.aligned = algorithm == "amta"
         self.levels.time_lo = first(self._state)
+        store.claim(self)
 
     def _alloc(self, size):
         return self.levels  # the virtual tree's one buffer: every slot is in the store
 
     def _start(self, capacity):
         saved = self.store.load_meta()
-        if saved is None:
+        if saved is not None:
+            self._restore(metadata.loads(saved, repr(self.store)))
+        elif self.store.is_empty():
             super()._start(capacity)
         else:
-            self._restore(pickle.loads(saved))
+            raise StoreCorruptError(f"{self.store!r} holds values but no metadata (it was changed outside winagg): "
+                                    f"clear() it and rebuild the window")
 
     def _new_times(self):
         return StoredTimes(self)
@@ -127,42 +151,95 @@ class StoredWindow(Aggregator):
 
     def _after(self) -> None:
         self.levels.time_lo = first(self._state)
-        if self.levels.fullest >= self.buffer_size:
-            self.flush()
 
     def __getstate__(self):
         raise TypeError("a stored window lives in its store: flush it, and open the store again elsewhere")
 
+    # ------------------------------------------------------------ changes: a full buffer is flushed first
+    def _flush_if_full(self) -> None:
+        # before the change, not after it: a flush that fails then raises with the window unchanged
+        # (enforce's own evictions are part of one change and do not flush in between)
+        if self.levels.fullest >= self.buffer_size and not self._enforcing:
+            self.flush()
+
+    def insert(self, value: Any, time: Any = None) -> None:
+        self._flush_if_full()
+        super().insert(value, time)
+
+    def bulk_insert(self, values, times=None) -> None:
+        self._flush_if_full()
+        super().bulk_insert(values, times)
+
+    def evict(self) -> None:
+        self._flush_if_full()
+        super().evict()
+
+    def bulk_evict(self, time: Any) -> int:
+        self._flush_if_full()
+        return super().bulk_evict(time)
+
+    def evict_oldest(self, count: int) -> int:
+        self._flush_if_full()
+        return super().evict_oldest(count)
+
+    def enforce(self, wsp, total=None) -> int:
+        self._flush_if_full()
+        self._enforcing = True
+        try:
+            return super().enforce(wsp, total)
+        finally:
+            self._enforcing = False
+
     # ------------------------------------------------------------ persistence
     def _snapshot(self) -> bytes:
-        levels = self.levels
-        return pickle.dumps(dict(
-            format=_FORMAT, algorithm=self.algorithm.name, aggregation=self.monoid.name,
-            meta=self._bufs[1], state=self._state, arrivals=self._arrivals, time_kind=self._unit.kind,
-            stack=levels.stack,
-            deleted_lo=levels.deleted_lo, written_hi=levels.written_hi), protocol=pickle.HIGHEST_PROTOCOL)
+        levels, ints = self.levels, _STATE_INTS[self.algorithm.name]
+        return metadata.dumps(self.algorithm.name, str(self.monoid.name), self._bufs[1], self._state[:ints],
+                              self._state[ints:], levels.stack, self._arrivals, self._unit.kind,
+                              levels.deleted_lo, levels.written_hi)
 
     def _restore(self, saved):
-        if saved.get("format") != _FORMAT:
-            raise ValueError(f"the store holds a window of format {saved.get('format')!r}, expected {_FORMAT}")
-        if (saved["algorithm"], saved["aggregation"]) != (self.algorithm.name, self.monoid.name):
+        if (saved["algorithm"], saved["aggregation"]) != (self.algorithm.name, str(self.monoid.name)):
             raise ValueError(f"the store holds a {saved['algorithm']!r} window of {saved['aggregation']!r}, "
                              f"not {self.algorithm.name!r} of {self.monoid.name!r}")
-        self._bufs = (self.levels, saved["meta"])
-        self._state = saved["state"]
+        ints, partials = saved["state"]
+        self._check_shape(saved, ints, partials)
+        self._bufs = (self.levels, saved["tree"])
+        self._state = tuple(ints) + tuple(partials)
         self._arrivals = saved["arrivals"]
         self._unit = TimeUnit(saved["time_kind"])
         self.levels.stack = saved["stack"]
         self.levels.deleted_lo = saved["deleted_lo"]
         self.levels.written_hi = saved["written_hi"]
 
+    def _check_shape(self, saved, ints, partials) -> None:
+        """StoreCorruptError unless the saved fields have the sizes and ranges this algorithm's window has."""
+        name = self.algorithm.name
+        problem = None
+        if len(saved["tree"]) != META_SIZE:
+            problem = f"its tree has {len(saved['tree'])} fields, not {META_SIZE}"
+        elif (len(ints), len(partials)) != (_STATE_INTS[name], _STATE_PARTIALS[name]):
+            problem = (f"its state has {len(ints)} integers and {len(partials)} partials, not "
+                       f"{_STATE_INTS[name]} and {_STATE_PARTIALS[name]}")
+        elif not 0 <= ints[1] <= ints[2] or not 1 <= ints[3] <= MAX_LEVELS:
+            problem = f"its state {ints} has no window (0 <= first <= end, 1 <= levels <= {MAX_LEVELS})"
+        elif any(slot >> VIRTUAL_SHIFT != STACK_LEVEL for slot in saved["stack"]):
+            problem = "its stack has an entry outside the stack's level"
+        elif any(not 0 <= level <= TIME_LEVEL or index < 0
+                 for spans in (saved["deleted_lo"], saved["written_hi"]) for level, index in spans.items()):
+            problem = "its stored ranges name a level or index that does not exist"
+        if problem is not None:
+            raise StoreCorruptError(f"{self.store!r}: the metadata of its {name} window is damaged: {problem}")
+
     def flush(self) -> None:
-        """Write everything buffered and the window's state to the store (one atomic batch)."""
+        """Write everything buffered and the window's state to the store (one atomic batch).
+
+        If it raises, the window and its buffers are as they were, and ``flush`` can be called again.
+        """
         self.levels.time_lo = first(self._state)
         self.levels.flush(self._state[3], self._snapshot())  # amta's and lmta's 4th field: their levels
 
     def close(self) -> None:
-        """Flush, then close the store's connection."""
+        """Flush, then close the store (its connection and the window's lock)."""
         self.flush()
         self.store.close()
 
