@@ -139,8 +139,8 @@ def test_the_slide_policy_and_time_eviction_work_on_a_stored_window(new_store):
     window.bulk_insert([1.0] * 100, times=list(range(0, 200, 2)))
     assert window.bulk_evict(49) == 25  # times 0..48
     assert window.oldest_time() == 50 and window.youngest_time() == 198
-    # keep the newest items whose sum is at most 30
-    assert window.enforce(lambda total, prefix: total - prefix >= 30) == 45
+    # keep the newest items whose sum is at most 30 (sum's partial: the sum and how many values it has)
+    assert window.enforce(lambda total, prefix: total[0] - prefix[0] >= 30) == 45
     assert window.query() == 30.0
     with pytest.raises(winagg.OutOfOrderError):
         window.insert(1.0, time=150)
