@@ -130,3 +130,39 @@ def test_sketches_in_rolling_take_strings_as_make_does():
 def test_sketches_in_rolling_skip_missing_strings():
     got = winagg.rolling(["a", None, "c", "a"], 3, "bloom")
     assert [round(x) for x in got] == [1, 1, 2, 2]
+
+
+def test_make_keeps_integer_sums_exact_and_raises_past_int64():
+    agg = winagg.make("daba_lite", "sum")
+    agg.insert(2**62)
+    agg.insert(2**62 - 1)
+    assert agg.query() == 2**63 - 1  # float64 would say 9223372036854775808.0
+    agg.insert(1)
+    with pytest.raises(OverflowError, match="overflows int64"):
+        agg.query()
+    agg.evict()
+    assert agg.query() == 2**62
+
+
+@pytest.mark.parametrize("values", [np.array([2**53 + 1, 1]), [2**53 + 1, 1]])
+def test_a_compiled_window_refuses_integers_that_float64_would_round(values):
+    window = winagg.Window("sum", size=10, slide=10)
+    with pytest.raises(ValueError, match=r"values\[0\] = 9007199254740993 is an integer beyond 2\*\*53"):
+        window.push_batch([1, 2], values)
+    exact = winagg.Window("sum", size=10, slide=10, compiled=False)
+    assert [r.value for r in exact.push_batch([1, 2, 30], [2**53 + 1, 1, 0])] == [2**53 + 2]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_window_of_missing_values_only_is_nan_in_a_window(compiled):
+    window = winagg.Window("max", size=10, slide=10, compiled=compiled)
+    closed = window.push_batch([1, 2, 30], [np.nan, None, 3.0])
+    assert len(closed) == 1 and closed[0].start == 0 and np.isnan(closed[0].value)
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "min"])
+def test_an_empty_or_all_missing_window_is_nan_in_make_as_in_rolling(name):
+    agg = winagg.make("two_stacks_lite", name)
+    assert np.isnan(agg.query())
+    agg.insert(np.nan)
+    assert np.isnan(agg.query()) and np.isnan(winagg.rolling(np.array([np.nan]), 1, name)[0])

@@ -171,15 +171,35 @@ def _numbers_from_objects(items: list, agg_name: str) -> np.ndarray:
     return np.array([np.nan if is_missing(x) else float(x) for x in items], dtype=np.float64)
 
 
+def _refuse_rounded_ints(array: np.ndarray, what: str) -> None:
+    """ValueError naming the first integer that float64 would round (beyond 2**53)."""
+    if not array.size or array.dtype.kind == "b":
+        return
+    if array.dtype.kind == "u":
+        too_big = array > np.uint64(FLOAT_EXACT_INT)
+    else:
+        too_big = (array > FLOAT_EXACT_INT) | (array < -FLOAT_EXACT_INT)
+    if too_big.any():
+        row = int(np.flatnonzero(too_big)[0])
+        raise ValueError(f"{what}[{row}] = {array[row]} is an integer beyond 2**53, which this compiled "
+                         f"window keeps as float64 and would round; pass compiled=False for exact "
+                         f"integers, or floats to accept the rounding")
+
+
 def float_values(values, what: str = "values") -> np.ndarray:
     """``values`` as float64 with NaN for every missing value (None, pd.NA, null), for the
     compiled Window paths that keep float64 state; non-numbers are refused by name."""
     array = to_array(values, what)
-    if array.dtype.kind in "iubf":
+    if array.dtype.kind == "f":
+        return array.astype(np.float64)
+    if array.dtype.kind in "iub":
+        _refuse_rounded_ints(array, what)
         return array.astype(np.float64)
     numeric = numeric_values(array, what)
     if numeric is None:
         raise TypeError(f"{what} must be numbers or missing values, but {describe_non_number(array)}")
+    if numeric.dtype.kind == "i":
+        _refuse_rounded_ints(numeric, what)
     return numeric.astype(np.float64)
 
 

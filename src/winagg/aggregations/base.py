@@ -58,15 +58,17 @@ class Aggregation(Monoid):
         self._kwargs = kwargs
 
     def _python_from(self, spec: Compiled, identity=None, lower=None, *, commutative: bool,
-                     inverse: bool = False, name: Optional[str] = None):
+                     inverse: bool = False, name: Optional[str] = None, lift=None):
+        """Python mode from the compiled functions' ``py_func``; ``lift(x, row)`` and ``lower``
+        replace theirs where Python numbers do better (a Python int sum stays exact)."""
         if self.nan_without_values:  # the same counted functions as compiled_counted's, in Python
             identity = spec.identity if identity is None else identity
-            funcs = (spec.lift.py_func, spec.combine.py_func, lower or spec.lower.py_func,
+            funcs = (lift or spec.lift.py_func, spec.combine.py_func, lower or spec.lower.py_func,
                      spec.inverse.py_func if spec.inverse is not None else None)
             lift_py, combine_py, lower, inverse_py = _counted_functions(*funcs, _plain)
             spec = _PythonSpec(lift_py, combine_py, lower, inverse_py, (identity, 0))
-            identity = None
-        lift_py = spec.lift.py_func
+            identity = lift = None
+        lift_py = lift or spec.lift.py_func
         # None and pd.NA are a missing value, as NaN is (pandas and Spark read them as null); the
         # compiled lifts see NaN, so Python mode hands them NaN too and both agree.
         if self.positional:
