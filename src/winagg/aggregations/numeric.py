@@ -68,7 +68,7 @@ class Count(Aggregation):
 
 
 class Sum(Aggregation):
-    """Sum of the items (missing values skipped; 0 for an empty window)."""
+    """Sum of the items (missing values skipped; NaN for a window without a value, as in pandas)."""
 
     aliases = ("sum",)
     nan_without_values = True
@@ -168,7 +168,7 @@ def _min(a, b):
 
 
 class Max(Aggregation):
-    """Largest item (-inf for an empty window)."""
+    """Largest item (NaN for a window without a value)."""
 
     aliases = ("max",)
     keeps_input_type = True
@@ -185,7 +185,7 @@ class Max(Aggregation):
 
 
 class Min(Aggregation):
-    """Smallest item (inf for an empty window)."""
+    """Smallest item (NaN for a window without a value)."""
 
     aliases = ("min",)
     keeps_input_type = True
