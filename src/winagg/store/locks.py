@@ -63,10 +63,6 @@ class FileLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd = fd
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def release(self) -> None:
         """Give the lock up (closing the file releases the flock); a second call does nothing."""
         fd, self._fd = self._fd, None
@@ -101,7 +97,7 @@ class RedisLease:
     """
 
     def __init__(self, client, key: str, seconds: float, what: str):
-        if not seconds > 0:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
             raise ValueError(f"lease must be a number of seconds > 0, got {seconds!r}")
         self.key, self.what = key, what
         self._client = client
@@ -120,10 +116,6 @@ class RedisLease:
         self._thread = threading.Thread(target=_keep_alive, args=(weakref.ref(self), self._stop, seconds / 3),
                                         name=f"winagg lease {key}", daemon=True)
         self._thread.start()
-
-    @property
-    def held(self) -> bool:
-        return not self._stop.is_set()
 
     def refresh(self) -> bool:
         """Extend the lease by its length; False once another writer holds it (then it stays lost)."""
