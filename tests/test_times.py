@@ -238,3 +238,122 @@ def test_a_numeric_window_counts_in_the_unit_of_datetime_times(unit, steps, wind
     t = ticks.astype(f"datetime64[{unit}]")
     got = winagg.rolling(np.ones(len(t)), window, "sum", times=t).tolist()
     assert got == [float(c) for c in _by_hand([1.0] * len(t), ticks.tolist(), window, len)]
+
+
+# ---------------------------------------------------------------- duration windows (issue 38)
+import datetime  # noqa: E402
+
+_SECONDS = np.array([0, 0, 1, 2, 2, 2, 5, 9], dtype="datetime64[s]")
+
+
+def _ns(times) -> list:
+    """Times as int nanoseconds since the epoch, by numpy's own cast (the reference)."""
+    return np.asarray(times).astype("datetime64[ns]").astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("window, window_ns", [
+    (np.timedelta64(3, "ns"), 3),  # shorter than one tick of the times: equal times only
+    (np.timedelta64(1500, "ms"), 1_500_000_000),
+    (np.timedelta64(3, "s"), 3_000_000_000),
+    (np.timedelta64(1, "m"), 60_000_000_000),
+    (datetime.timedelta(seconds=3), 3_000_000_000),
+    (datetime.timedelta(microseconds=1), 1_000),
+    (pd.Timedelta(3, "s"), 3_000_000_000),
+    (pd.offsets.Second(2), 2_000_000_000),
+])
+@pytest.mark.parametrize("unit", ["s", "ns"])
+def test_a_duration_window_is_the_length_it_is_on_times_of_any_unit(window, window_ns, unit):
+    times = _SECONDS.astype(f"datetime64[{unit}]")
+    values = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+    want = _by_hand(values, _ns(times), window_ns, sum)
+    assert winagg.rolling(np.array(values), window, "sum", times=times).tolist() == want
+    shuffled = [3, 0, 7, 1, 6, 2, 5, 4]  # out of order: the finger B-tree's path
+    want = _by_hand([values[i] for i in shuffled], [_ns(times)[i] for i in shuffled], window_ns, sum)
+    assert winagg.rolling(np.array(values)[shuffled], window, "sum", times=times[shuffled]).tolist() == want
+
+
+def test_a_nanosecond_window_on_second_times_is_not_three_seconds():
+    # the symptom: 3 ns read as 3 ticks of the times (3 s) summed rows 1 s apart
+    got = winagg.rolling(np.ones(3), np.timedelta64(3, "ns"), "sum", times=np.array([0, 1, 2], "datetime64[s]"))
+    assert got.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_second_window_on_nanosecond_times_like_pandas():
+    times = pd.DatetimeIndex(["2024-01-01 00:00:00", "2024-01-01 00:00:01.5", "2024-01-01 00:00:02.999999999",
+                              "2024-01-01 00:00:03", "2024-01-01 00:00:04"])
+    s = pd.Series([1.0, 2.0, 4.0, 8.0, 16.0], index=times)
+    want = s.rolling("3s").sum()
+    for window in (np.timedelta64(3, "s"), datetime.timedelta(seconds=3), pd.Timedelta("3s")):
+        pd.testing.assert_series_equal(winagg.rolling(s, window, "sum", times=s.index), want)
+
+
+@pytest.mark.parametrize("window", [np.timedelta64(3, "s"), np.timedelta64(3, "ns"), datetime.timedelta(seconds=3),
+                                    pd.Timedelta("3s"), "3s"])
+@pytest.mark.parametrize("times", [np.array([0, 1, 2]), np.array([0.0, 1.0, 2.0]), np.array([0, 1, 2], np.uint32)])
+def test_a_duration_window_on_numeric_times_is_refused_naming_window(window, times):
+    with pytest.raises(ValueError, match="window .* is a duration, which needs datetime times"):
+        winagg.rolling(np.ones(3), window, "sum", times=times)
+
+
+@pytest.mark.parametrize("window", [np.timedelta64(1, "M"), np.timedelta64(1, "Y"), pd.offsets.MonthEnd(1), "1M",
+                                    np.timedelta64("NaT"), np.timedelta64(5), "soon"])
+def test_a_window_of_no_fixed_length_is_refused_naming_window(window):
+    with pytest.raises(ValueError, match="window"):
+        winagg.rolling(np.ones(3), window, "sum", times=np.array([0, 1, 2], "datetime64[s]"))
+
+
+def test_a_window_finer_than_the_times_unit_counts_whole_ticks_exactly():
+    # times in picoseconds, window 1.5 ns: (t - 1500 ps, t] holds the rows within 1499 ps
+    times = np.array([0, 1000, 1499, 1500, 3000], dtype="datetime64[ps]")
+    got = winagg.rolling(np.ones(5), np.timedelta64(1500, "ps"), "count", times=times).tolist()
+    assert got == _by_hand([1.0] * 5, [0, 1000, 1499, 1500, 3000], 1500, len)
+
+
+# ---------------------------------------------------------------- tz-aware times (issue 38)
+def _around_dst(zone: str, start: str, rows: int, seed: int) -> pd.Series:
+    """Irregular tz-aware times around a daylight-saving change, with random values."""
+    rng = np.random.default_rng(seed)
+    steps = np.cumsum(rng.integers(0, 40, rows)).astype("timedelta64[m]")
+    utc = pd.DatetimeIndex(np.datetime64(start, "ns") + steps).tz_localize("UTC")
+    return pd.Series(rng.normal(size=rows), index=utc.tz_convert(zone))
+
+
+@pytest.mark.parametrize("zone, start", [("Europe/Berlin", "2024-03-30T22:00"),  # spring forward 02:00 -> 03:00
+                                         ("Europe/Berlin", "2024-10-26T22:00"),  # fall back 03:00 -> 02:00
+                                         ("America/New_York", "2024-03-10T03:00"), ("UTC", "2024-01-01")])
+@pytest.mark.parametrize("agg", ["mean", "sum", "max", "count"])
+def test_tz_aware_times_give_pandas_windows_across_a_dst_change(zone, start, agg):
+    s = _around_dst(zone, start, 300, seed=len(zone) + len(agg))
+    want = getattr(s.rolling("1h"), agg)()
+    same = dict(check_freq=False, check_dtype=False)  # winagg counts in int64, pandas in float64
+    pd.testing.assert_series_equal(winagg.rolling(s, "1h", agg, times=s.index), want, **same)
+    # the same times given as a tz-aware Series, or with the window as a timedelta
+    pd.testing.assert_series_equal(winagg.rolling(s, pd.Timedelta("1h"), agg, times=s.index.to_series()), want,
+                                   **same)
+
+
+def test_tz_aware_times_out_of_order_are_the_utc_instants():
+    s = _around_dst("Europe/Berlin", "2024-03-30T22:00", 200, seed=3)
+    order = np.random.default_rng(4).permutation(200)
+    shuffled = s.iloc[order]
+    want = _by_hand(shuffled.tolist(), _ns(shuffled.index.tz_convert(None)), 3_600_000_000_000, sum)
+    got = winagg.rolling(shuffled, "1h", "sum", times=shuffled.index)
+    assert got.index.equals(shuffled.index)
+    np.testing.assert_allclose(got.to_numpy(), want)
+
+
+def test_tz_aware_arrow_times_and_lists_of_timestamps():
+    pa = pytest.importorskip("pyarrow")
+    s = _around_dst("Europe/Berlin", "2024-03-30T22:00", 50, seed=5)
+    want = s.rolling("1h").sum().to_numpy()
+    np.testing.assert_allclose(winagg.rolling(s.to_numpy(), "1h", "sum", times=pa.array(s.index)), want)
+    np.testing.assert_allclose(winagg.rolling(s.to_numpy(), "1h", "sum", times=list(s.index)), want)
+    naive = list(s.index[:2]) + [s.index[2].tz_localize(None)]
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[2\] is a tz-naive datetime"):
+        winagg.rolling(np.ones(3), "1h", "sum", times=naive)
+
+
+def test_timedelta_times_roll_like_pandas():
+    times = pd.to_timedelta([0, 1, 2, 2, 5, 9], unit="s")
+    s = pd.Series([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], index=times)
+    pd.testing.assert_series_equal(winagg.rolling(s, "2s", "sum", times=s.index), s.rolling("2s").sum())

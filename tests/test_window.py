@@ -370,3 +370,153 @@ def test_integer_times_at_int64_limits_are_refused_by_name():
     w = Window("sum", size=10)
     with pytest.raises(winagg.InvalidTimeError, match="int64's limits"):
         w.push(-2**63 + 3, 1.0)
+
+
+# ---------------------------------------------------------------- durations and bare numbers (issue 38)
+import datetime  # noqa: E402
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    (dict(size="10min", allowed_lateness=60), "allowed_lateness"),  # was read as 60 ns
+    (dict(size="10min", slide=60), "slide"),  # was read as 60 ns
+    (dict(size=["10min", 5]), "size"),  # 5 was read as 5 ns
+    (dict(size=pd.Timedelta("10min"), allowed_lateness=2.5), "allowed_lateness"),
+    (dict(size=10, slide="1min"), "slide"),
+    (dict(size=10, allowed_lateness=np.timedelta64(3, "s")), "allowed_lateness"),
+    (dict(size=10, slide=np.timedelta64(2, "ns")), "slide"),
+    (dict(size=[10, "1min"]), "size"),
+])
+def test_a_bare_number_beside_a_duration_or_the_reverse_is_refused_naming_the_argument(kwargs, named):
+    with pytest.raises(TypeError, match=named):
+        Window("sum", **kwargs)
+
+
+def test_zero_and_infinite_lateness_need_no_unit():
+    t0 = pd.Timestamp("2024-03-01 10:00")
+    for lateness in (0, 0.0, math.inf, "0s", pd.Timedelta(0)):
+        w = Window("sum", size="10min", slide="10min", allowed_lateness=lateness)
+        w.push(t0 + pd.Timedelta("12min"), 1.0)
+        w.push(t0, 2.0)  # 12 minutes behind: late unless the lateness is infinite
+        assert w.late_events == (0 if lateness == math.inf else 1)
+
+
+def test_a_numeric_window_refuses_datetimes_and_stays_as_it_was():
+    w = Window("sum", size=10, allowed_lateness=2)
+    w.push(5, 1.0)
+    for bad in (pd.Timestamp("2024-01-01"), np.timedelta64(3, "s"), datetime.timedelta(seconds=1)):
+        with pytest.raises((TypeError, winagg.InvalidTimeError)):
+            w.push(bad, 100.0)
+    with pytest.raises(winagg.InvalidTimeError):
+        w.push_batch(np.array(["2024-01-01"], "datetime64[s]"), [100.0])
+    with pytest.raises(winagg.InvalidTimeError, match="durations"):
+        w.push_batch(np.array([7], "timedelta64[ns]"), [100.0])  # once read as time 7
+    assert (w.watermark, w.late_events) == (3, 0)
+    assert w.flush() == [WindowResult(-5, 5, 1.0, 1)]
+
+
+@pytest.mark.parametrize("size", ["10min", pd.Timedelta(minutes=10), np.timedelta64(10, "m"),
+                                  np.timedelta64(600_000, "ms"), datetime.timedelta(minutes=10), pd.offsets.Minute(10)])
+def test_durations_of_every_type_are_the_same_window(size):
+    t0 = pd.Timestamp("2024-03-01 10:00")
+    w = Window("sum", size=size, slide=size, allowed_lateness=np.timedelta64(1, "m"))
+    w.push(t0 + pd.Timedelta("2min"), 1.0)
+    w.push(t0 + pd.Timedelta("9min"), 2.0)
+    assert w.push(t0 + pd.Timedelta("11min"), 4.0) == [WindowResult(t0, t0 + pd.Timedelta("10min"), 3.0, 2)]
+
+
+def test_a_duration_that_is_no_whole_nanosecond_is_refused():
+    with pytest.raises(ValueError, match="size .* whole number of nanoseconds"):
+        Window("sum", size=np.timedelta64(1500, "ps"))
+    with pytest.raises(ValueError, match="slide"):
+        Window("sum", size="1h", slide=pd.offsets.MonthEnd(1))
+
+
+def test_a_batch_of_dates_outside_nanoseconds_is_refused_not_wrapped():
+    w = Window("count", size="1h")
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[1\].*outside int64 nanoseconds"):
+        w.push_batch(np.array(["2024-01-01", "3000-01-01"], "datetime64[D]"), [1.0, 1.0])
+    with pytest.raises(winagg.InvalidTimeError, match=r"times\[0\].*whole nanosecond"):
+        w.push_batch(np.array([1500], "datetime64[ps]"), [1.0])
+    assert w.watermark is None and w.flush() == []
+
+
+# ---------------------------------------------------------------- infinite and huge lateness (issue 38)
+def _stream(seed, advances):
+    rng = random.Random(seed)
+    ops, clock = [], 0
+    for _ in range(120):
+        clock += rng.choice([0, 1, 2, 5])
+        if advances and rng.random() < 0.05:
+            ops.append(("advance", clock - rng.choice([0, 10, 30])))
+        elif rng.random() < 0.15:
+            ops.append(("batch", [(clock - rng.choice([0, 3, 40, 200]), rng.randint(1, 9))
+                                  for _ in range(rng.randint(0, 6))]))
+        else:
+            ops.append(("push", clock - rng.choice([0, 0, 7, 60, 300]), rng.randint(1, 9)))
+    return ops
+
+
+@pytest.mark.parametrize("lateness", [math.inf, 1e300, 10**30, 2**63, 2**64 + 5])
+@pytest.mark.parametrize("size, slide", [(10, None), (10, 5), (6, 2), (4, 10), ([3, 10], None), ([4, 10], 2)])
+@pytest.mark.parametrize("advances", [False, True])
+def test_unbounded_lateness_never_drops_events_and_agrees_with_the_model(lateness, size, slide, advances):
+    sizes = size if isinstance(size, list) else [size]
+    ops = _stream(len(sizes) * 7 + (slide or 0), advances)
+    for monoid in (CONCAT, "sum"):
+        window = Window(monoid, size=size, slide=slide, allowed_lateness=lateness)
+        model = WindowModel(winagg.aggregations.get(monoid), sizes, slide, lateness)
+        window = run_both(window, model, ops, cut=60)
+        if not advances:
+            assert window.late_events == 0  # only the flush's +infinity watermark makes events late
+    assert Window("sum", size=size, slide=slide, allowed_lateness=lateness).allowed_lateness == lateness
+
+
+def test_infinite_lateness_on_datetimes_and_integers_keeps_exact_times():
+    t0 = 1_700_000_000_000_000_000
+    w = Window("sum", size=1, allowed_lateness=math.inf)
+    w.push(t0 + 2, 4.0)
+    w.push(t0, 1.0)
+    w.push(t0 + 1, 2.0)
+    assert w.watermark is None and w.late_events == 0
+    assert [(r.end, r.value) for r in w.flush()] == [(t0, 1.0), (t0 + 1, 2.0), (t0 + 2, 4.0)]
+    d = Window("sum", size="1h", slide="1h", allowed_lateness=math.inf)
+    d.push(pd.Timestamp("2024-01-02"), 1.0)
+    d.push(pd.Timestamp("2024-01-01 00:00:00.000000001"), 2.0)
+    assert d.flush() == [WindowResult(pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-01 01:00"), 2.0, 1),
+                         WindowResult(pd.Timestamp("2024-01-02"), pd.Timestamp("2024-01-02 01:00"), 1.0, 1)]
+
+
+# ---------------------------------------------------------------- tz-aware times (issue 38)
+def test_tz_aware_times_are_instants_and_come_back_in_their_zone():
+    berlin = pd.date_range("2024-03-31 00:00", periods=40, freq="7min", tz="Europe/Berlin")  # across 02:00 -> 03:00
+    order = random.Random(2).sample(range(40), 40)
+    times, values = [berlin[i] for i in order], [float(i % 5) for i in order]
+    ns = [t.value for t in times]  # UTC nanoseconds, pandas' own
+    for slide in (None, "30min"):
+        w = Window("sum", size="1h", slide=slide, allowed_lateness="2h")
+        model = WindowModel(winagg.aggregations.get("sum"), [3_600_000_000_000],
+                            None if slide is None else 1_800_000_000_000, 7_200_000_000_000)
+        got = w.push_batch(pd.Series(times), values) + w.flush()
+        want = model.push_batch(ns, values) + model.flush()
+        assert [(r.start.value, r.end.value, r.value, r.count) for r in got] == \
+            [(r.start, r.end, r.value, r.count) for r in want]
+        assert all(str(r.start.tz) == "Europe/Berlin" for r in got)
+
+
+def test_a_tz_naive_time_in_a_tz_aware_window_is_refused_and_changes_nothing():
+    w = Window("sum", size="1h")
+    w.push(pd.Timestamp("2024-03-31 01:00", tz="Europe/Berlin"), 1.0)
+    with pytest.raises(winagg.InvalidTimeError, match="tz-naive"):
+        w.push(pd.Timestamp("2024-03-31 05:00"), 2.0)  # would be read as UTC: an hour or two off
+    with pytest.raises(winagg.InvalidTimeError, match="tz-naive"):
+        w.push_batch(np.array(["2024-03-31T05:00"], "datetime64[ns]"), [2.0])
+    assert w.watermark == pd.Timestamp("2024-03-31 00:00", tz="UTC")
+    w.push(pd.Timestamp("2024-03-31 01:00", tz="UTC"), 4.0)  # another zone: the same scale of instants
+    (result,) = w.flush()[-1:]
+    assert (result.end, result.value, str(result.end.tz)) == (pd.Timestamp("2024-03-31 03:00", tz="Europe/Berlin"),
+                                                               4.0, "Europe/Berlin")
+    naive = Window("sum", size="1h")
+    with pytest.raises(winagg.InvalidTimeError, match="tz-naive"):
+        naive.push_batch([pd.Timestamp("2024-01-01"), pd.Timestamp("2024-01-01", tz="UTC")], [1.0, 2.0])
+    naive.push(pd.Timestamp("2024-01-01"), 1.0)  # the refused batch fixed no zone
+    assert naive.flush()[0].end == pd.Timestamp("2024-01-01")

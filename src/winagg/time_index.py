@@ -1,12 +1,14 @@
 """Times of the per-item aggregator: one unit inside, and the index of an in-order window's times.
 
-:class:`TimeUnit` converts at the edge. A window's times are numbers or datetimes,
-fixed by the first time it sees: numbers stay as given (int or float), datetimes
-(``datetime``, ``date``, ``numpy.datetime64``, ``pandas.Timestamp``) become int nanoseconds
-since the epoch, as in :class:`winagg.Window`, and come back out as
-``pandas.Timestamp``. None, NaN and NaT are refused by name, and so are other objects
-(strings among them) and a time of the other kind, which could not be compared with the
-window's.
+:class:`TimeUnit` converts at the edge, through :mod:`winagg.times`. A window's times are
+numbers or datetimes, fixed by the first time it sees: numbers stay as given (int or
+float), datetimes (``datetime``, ``date``, ``numpy.datetime64``, ``pandas.Timestamp``)
+become int nanoseconds since the epoch (UTC-based when tz-aware), as in
+:class:`winagg.Window`, and come back out as ``pandas.Timestamp``, in the time zone of the
+window's first datetime. None, NaN and NaT are refused by name, and so are durations (a
+``timedelta`` is a length, not an instant), other objects (strings among them), a time of
+the other kind, and a tz-naive datetime in a window of tz-aware ones or the reverse, which
+could not be compared with the window's (pandas refuses to compare them too).
 
 :class:`ArrivalTimes` keeps the times of an in-order window, oldest first, beside
 the algorithm's items (one time per item, equal times allowed), and answers how
@@ -24,36 +26,65 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .errors import InvalidTimeError, OutOfOrderError
-from .event_time import check_number, datetime_ns
+from .times import check_number, instant_ns, timestamp
 
+#: A window's kind: NUMBER, DATETIME (tz-naive), or ``"datetime[ZONE]"`` for tz-aware datetimes
+#: (ZONE the name of its first datetime's time zone, in which times come back out). Kinds are
+#: plain strings, so that a window's saved state can say which without pickling an object.
 NUMBER, DATETIME = "number", "datetime"
+ZONED = "tz-aware datetime"
+
+
+def zoned(zone: str) -> str:
+    """The kind of tz-aware datetimes shown in ``zone``."""
+    return f"{DATETIME}[{zone}]"
+
+
+def is_time_kind(kind) -> bool:
+    """Whether ``kind`` is a window's time kind (None: no time yet), as a saved state may hold it."""
+    return kind is None or kind in (NUMBER, DATETIME) or (
+        isinstance(kind, str) and kind.startswith(f"{DATETIME}[") and kind.endswith("]") and len(kind) > 10)
+
+
+def _family(kind) -> str:
+    """What a kind can be compared with: numbers, tz-naive or tz-aware datetimes."""
+    return kind if kind in (NUMBER, DATETIME) else ZONED
+
+
+def _describe(family: str, other: str) -> str:
+    return "tz-naive datetime" if family == DATETIME and other == ZONED else family
 
 
 class TimeUnit:
     """The kind of a window's times (None until the first one) and the conversions at the edge."""
 
-    def __init__(self, kind: Optional[str] = None):
+    def __init__(self, kind=None):
         self.kind = kind
 
     def inward(self, t, what: str = "time"):
         """``t`` in the window's unit; InvalidTimeError naming ``what`` for a missing time or the other kind."""
         return self._checked(t, what)[1]
 
-    def inward_one(self, t) -> Tuple[Any, str]:
-        """(``t`` in the unit, its kind): a window without a kind yet takes this time's."""
+    def inward_one(self, t) -> Tuple[Any, Any]:
+        """(``t`` in the unit, the window's kind): a window without a kind yet takes this time's."""
         if self.kind == NUMBER and (type(t) is int or type(t) is float and t == t):
             return t, NUMBER  # the common case, without the general checks
         kind, value = self._checked(t, "time")
         return value, kind
 
-    def _checked(self, t, what) -> Tuple[str, Any]:
-        """(kind, value) of ``t``; InvalidTimeError when it is missing or of the other kind."""
+    def _checked(self, t, what) -> Tuple[Any, Any]:
+        """(the window's kind, or the time's for a window without one; value) of ``t``;
+        InvalidTimeError when it is missing or of another family than the window's."""
         kind, value = _read(t, what)
-        if self.kind is not None and kind != self.kind:
-            raise InvalidTimeError(f"{what} {t!r} is a {kind}, but this window's times are {self.kind}s")
-        return kind, value
+        if self.kind is None:
+            return kind, value
+        have, want = _family(kind), _family(self.kind)
+        if have != want:
+            raise InvalidTimeError(f"{what} {t!r} is a {_describe(have, want)}, but this window's times are "
+                                   f"{_describe(want, have)}s")
+        return self.kind, value
 
-    def inward_all(self, times, what) -> Tuple[List[Any], Optional[str]]:
+    def inward_all(self, times, what) -> Tuple[List[Any], Optional[Any]]:
         """(every time of a batch in the unit, the batch's kind); ``what(i)`` names the i-th time.
 
         A window without a kind yet takes the first time's, and the rest must share it; the
@@ -72,19 +103,22 @@ class TimeUnit:
         return inside, unit.kind
 
     def outward(self, t):
-        """A time as the user sees it: a Timestamp for datetime windows, the number otherwise."""
-        if t is None or self.kind != DATETIME:
+        """A time as the user sees it: a Timestamp (in the window's zone) for datetime windows,
+        the number otherwise."""
+        if t is None or self.kind is None or self.kind == NUMBER:
             return t
-        import pandas as pd
-
-        return pd.Timestamp(int(t))
+        return timestamp(t, None if self.kind == DATETIME else self.kind[len(DATETIME) + 1:-1])
 
 
 def _read(t, what):
+    """(kind, value) of one time."""
     if t is None:
         raise InvalidTimeError(f"{what} is None; a real time is required")
+    if isinstance(t, (datetime.timedelta, np.timedelta64)):  # pandas.Timedelta is a timedelta
+        raise InvalidTimeError(f"{what} {t!r} is a duration, not a time (an instant: a number or a datetime)")
     if isinstance(t, (datetime.date, np.datetime64)):  # pandas.Timestamp is a datetime.datetime
-        return DATETIME, datetime_ns(t, what)
+        ns, zone = instant_ns(t, what)
+        return (DATETIME if zone is None else zoned(zone)), ns
     try:
         return NUMBER, check_number(t, what)
     except TypeError:  # a bool, a string, any other object: not an instant on one scale

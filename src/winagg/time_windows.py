@@ -92,17 +92,35 @@ class TimeWindows:
         before = np.empty(n, dtype)
         before[0] = low
         np.maximum(running[:-1], low, out=before[1:])
-        # times are checked to lie far enough inside int64 for this subtraction, but `before`
-        # may be the -infinity stand-in: keep it there instead of wrapping around
-        lowered = np.where(before == as_time_type(-math.inf, dtype), before, before - dtype(self.allowed_lateness))
-        floor = np.maximum(lowered, as_time_type(self.watermark, dtype))
-        on_time = stamps >= floor
+        on_time = self._within_lateness(stamps, before) & (stamps >= as_time_type(self.watermark, dtype))
         self.late_events += int(n - np.count_nonzero(on_time))
         largest = running[-1].item()
         if largest > self.max_time:
             self.max_time = largest
-        return self.step(max(self.watermark, self.max_time - self.allowed_lateness), stamps[on_time],
-                         values[on_time], as_frame)
+        return self.step(self._event_watermark(), stamps[on_time], values[on_time], as_frame)
+
+    def _within_lateness(self, stamps, before):
+        """Whether each event lies within the allowed lateness of ``before``, the largest time
+        before it (or the -infinity stand-in), for any lateness up to infinity."""
+        lateness = self.allowed_lateness
+        if lateness == math.inf:
+            return np.ones(stamps.shape[0], bool)
+        if self.times.dtype is np.float64:
+            return stamps >= before - lateness
+        # before - stamp, taken modulo 2**64, is exact wherever before > stamp: no overflow,
+        # whatever the lateness (a Python int, possibly beyond int64)
+        behind = before.view(np.uint64) - stamps.view(np.uint64)
+        return (stamps >= before) | (behind <= np.uint64(min(lateness, 2**64 - 1)))
+
+    def _event_watermark(self):
+        """max(watermark, largest time - lateness). A mark below every time the window accepts
+        (a lateness longer than its times can span) is -infinity: it makes nothing late and
+        closes nothing, and it could not be shown as a time."""
+        mark = self.max_time - self.allowed_lateness  # Python numbers: exact
+        limits = self.times.limits
+        if limits is not None and mark < limits[0]:
+            mark = -math.inf
+        return max(self.watermark, mark)
 
     def step(self, watermark, stamps, values, as_frame: bool = False):
         """Insert the on-time events, raise the watermark, emit: a list of rows or a DataFrame."""
@@ -175,7 +193,8 @@ class TimeWindows:
         next_k = self.next_k[which]
         first_k = np.maximum(buckets - int(reach) + 1, next_k if next_k is not None else INT_LOW)
         last_k = np.minimum(buckets, last_closed)
-        spans = np.maximum(last_k - first_k + 1, 0)
+        # empty spans count from last_k + 1, so that no difference leaves int64 (last_k may be INT_LOW)
+        spans = last_k - np.minimum(first_k, last_k + 1) + 1
         ks = np.unique(np.repeat(first_k - np.cumsum(spans) + spans, spans) + np.arange(int(spans.sum())))
         if last_closed > INT_LOW:
             next_k = max(next_k if next_k is not None else INT_LOW, last_closed + 1)
@@ -197,7 +216,10 @@ class TimeWindows:
             return INT_LOW
         if watermark == math.inf:
             return INT_HIGH
-        k = math.floor((watermark - size) / slide)
+        k = (watermark - size) / slide
+        if not INT_LOW < k < INT_HIGH:  # (float times) beyond every window an int64 k numbers
+            return INT_LOW if k <= INT_LOW else INT_HIGH
+        k = math.floor(k)
         while k * slide + size > watermark:  # guard the float division against rounding
             k -= 1
         while (k + 1) * slide + size <= watermark:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import aggregations
 from .count_windows import CountWindows
-from .event_time import EventTimes, check_number, duration_ns, is_duration
+from .event_time import EventTimes, read_spans
 from .registry import check_monoid_fits, check_options, info, out_of_order
 from .time_windows import TimeWindows, WindowResult
 
@@ -69,20 +69,26 @@ class Window:
         order, events of equal time in arrival order).
     size:
         The window length: a number in the unit of the event times, or a duration
-        (``"10min"``, a ``pandas.Timedelta``) for datetime times (``datetime``,
-        ``numpy.datetime64``, ``pandas.Timestamp``; handled as integer nanoseconds since
-        the epoch, reported back as ``pandas.Timestamp``). A list of sizes gives several
+        (``"10min"``, ``pandas.Timedelta``, ``numpy.timedelta64``, ``datetime.timedelta``)
+        for datetime times (``datetime``, ``numpy.datetime64``, ``pandas.Timestamp``;
+        handled as integer nanoseconds since the epoch, UTC-based when tz-aware, reported
+        back as ``pandas.Timestamp`` in the time zone of the first datetime; tz-naive and
+        tz-aware times do not mix). A list of sizes gives several
         windows over one aggregator (answered by range queries): each closing window
         yields one result per size, in the order of the list.
     rows:
         Instead of ``size``: a count window of the last ``rows`` events in arrival order.
     slide:
-        ``None`` (default): one window per event. A number (or duration): aligned
-        windows reported every ``slide`` (for ``rows``: every ``slide`` events);
-        ``slide == size`` gives tumbling windows.
+        ``None`` (default): one window per event. A number (a duration when ``size`` is
+        one): aligned windows reported every ``slide`` (for ``rows``: every ``slide``
+        events); ``slide == size`` gives tumbling windows.
     allowed_lateness:
         How far behind the largest event time seen an event may be and still count
-        (default 0; a duration for datetime times).
+        (default 0). A number when ``size`` is one, a duration when ``size`` is a
+        duration: a bare number has no unit beside a duration size, so it is refused
+        (TypeError naming the argument), except 0 and ``math.inf``. ``math.inf`` never
+        drops an event: windows close only at :meth:`advance_watermark` and
+        :meth:`flush`. A lateness longer than the times can span acts the same.
     algorithm:
         Default ``"fiba"`` (out-of-order, range queries) for time windows; for ``rows``
         the in-order algorithm :func:`winagg.rolling` would choose.
@@ -130,7 +136,7 @@ class Window:
     since the last result. Times are ignored (may be None).
 
     Times: datetimes and durations are int64 nanoseconds inside; numbers are int64
-    unless a size, slide or lateness is a float (then float64). An integer Window
+    unless a size, slide or finite lateness is a float (then float64). An integer Window
     refuses fractional times, and int64 times within the window's reach of int64's
     limits, by name (:class:`~winagg.InvalidTimeError`).
 
@@ -169,24 +175,15 @@ class Window:
         if not sizes:
             raise ValueError("size= needs at least one size")
         self.kind = "time"
-        datetimes = any(isinstance(s, str) or is_duration(s) for s in sizes)
-        convert = duration_ns if datetimes else check_number
-        self.sizes = [convert(s, "size") for s in sizes]
-        if any(not s > 0 for s in self.sizes):
-            raise ValueError(f"sizes must be positive, got {size!r}")
-        self.slide = None if slide is None else convert(slide, "slide")
-        if self.slide is not None and not self.slide > 0:
-            raise ValueError(f"slide must be positive, got {slide!r}")
-        lateness = convert(lateness, "allowed_lateness") if lateness else 0
-        if lateness < 0:
-            raise ValueError(f"allowed_lateness must be >= 0, got {lateness!r}")
+        spans = read_spans(sizes, slide, lateness)
+        self.sizes, self.slide, lateness = spans.sizes, spans.slide, spans.lateness
         self.algorithm = algorithm or out_of_order().name
         if info(self.algorithm).order != "any":
             raise ValueError(f"a time Window needs an out-of-order algorithm with range queries "
                              f"({out_of_order().name}), got {self.algorithm!r}")
-        floats = any(isinstance(s, float) for s in self.sizes + [self.slide, lateness])
-        reach = 0 if floats else max(self.sizes) + (self.slide or 0) + lateness
-        self._times = EventTimes(datetimes, floats, reach)
+        # the lateness is no part of the reach: the late filter subtracts it without overflow
+        reach = 0 if spans.floats else max(self.sizes) + (self.slide or 0)
+        self._times = EventTimes(spans.datetimes, spans.floats, reach)
         self._engine = TimeWindows(self._times, self.sizes, self.slide, lateness, self.monoid,
                                    _algorithm(self.algorithm, self.monoid, options),
                                    _compiled_spec(self.monoid, compiled))
@@ -219,7 +216,9 @@ class Window:
         if self.kind == "rows":
             return self._engine.push([value])
         stamp = self._times.one(time)
-        return self._engine.push(np.array([stamp], self._times.dtype), [value])
+        results = self._engine.push(np.array([stamp], self._times.dtype), [value])
+        self._times.settle()
+        return results
 
     def push_batch(self, times, values, as_frame: bool = False):
         """Add a batch (same results as pushing its events one by one, in order).
@@ -234,13 +233,17 @@ class Window:
         stamps = self._times.batch(times)
         if len(stamps) != len(values):
             raise ValueError(f"push_batch got {len(stamps)} times but {len(values)} values")
-        return self._engine.push(stamps, values, as_frame)
+        results = self._engine.push(stamps, values, as_frame)
+        self._times.settle()
+        return results
 
     def advance_watermark(self, time) -> List[WindowResult]:
         """Raise the watermark to ``time`` (never lowers it); returns the windows that closed."""
         if self.kind != "time":
             raise TypeError("a count (rows=) window has no watermark")
-        return self._advance(self._times.one(time))
+        results = self._advance(self._times.one(time))
+        self._times.settle()
+        return results
 
     def flush(self) -> List[WindowResult]:
         """End of stream: emit every window still open (the watermark becomes +infinity)."""
