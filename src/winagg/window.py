@@ -43,7 +43,9 @@ def _lowers_to_a_number(monoid) -> bool:
 
 def _compiled_spec(monoid, wanted: Optional[bool]):
     """The aggregation's compiled description when the Window runs compiled, else None."""
-    spec = monoid.compiled_for(np.dtype(np.float64)) if wanted is not False else None
+    # the counted form where there is one: a Window answers NaN for a window without a value
+    describe = getattr(monoid, "compiled_counted", monoid.compiled_for)
+    spec = describe(np.dtype(np.float64)) if wanted is not False else None
     if spec is not None and not _lowers_to_a_number(monoid):
         spec = None  # e.g. a Bloom filter: compiled it lowers to a number, in Python to the filter itself
     if spec is None and wanted:

@@ -229,3 +229,17 @@ def test_every_builtin_aggregation_keeps_its_partials_through_reopening(tmp_path
     assert len(reopened) == len(uninterrupted) == 199
     reopened.close()
     uninterrupted.close()
+
+
+def test_a_window_of_tz_aware_times_reopens_in_its_zone(new_store):
+    import pandas as pd
+
+    times = pd.date_range("2024-03-31 00:30", periods=4, freq="30min", tz="Europe/Berlin")  # across DST
+    window = StoredWindow(new_store("zoned"), "sum")
+    for t, v in zip(times, [1.0, 2.0, 3.0, 4.0]):
+        window.insert(v, time=t)
+    window.close()
+    reopened = StoredWindow(new_store("zoned"), "sum")
+    assert reopened.query() == 10.0 and len(reopened) == 4
+    assert reopened.oldest_time() == times[0] and str(reopened.youngest_time().tz) == "Europe/Berlin"
+    reopened.close()

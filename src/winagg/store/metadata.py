@@ -22,6 +22,7 @@ import pickletools
 from typing import Any, Callable, Dict, Optional
 
 from ..errors import StoreCorruptError
+from ..time_index import is_time_kind
 from . import codec
 
 #: 6: metadata in JSON and values in :mod:`winagg.store.codec` (data, checksummed), not pickles.
@@ -30,7 +31,6 @@ from . import codec
 #: 3: amta keeps its event positions in meta and R0 with the oldest block's entries in the stack, and its
 #: state has six fields (format 2 did neither).
 FORMAT = 6
-TIME_KINDS = (None, "number", "datetime")
 
 
 # ---------------------------------------------------------------- writing
@@ -75,7 +75,7 @@ def loads(blob, where: str) -> Dict[str, Any]:
         stack={slot: _partial(text, where, "stack")
                for slot, text in fields.take("stack", _is_pair_list(_is_str), "a list of [slot, partial]")},
         arrivals=fields.take("arrivals", _is_count, "an integer >= 0"),
-        time_kind=fields.take("time_kind", lambda v: v in TIME_KINDS, f"one of {TIME_KINDS}"),
+        time_kind=fields.take("time_kind", is_time_kind, "a time kind (None, 'number', 'datetime[ZONE]')"),
         deleted_lo=dict(fields.take("deleted_lo", _is_pair_list(_is_int), "a list of [level, index]")),
         written_hi=dict(fields.take("written_hi", _is_pair_list(_is_int), "a list of [level, index]")))
 
