@@ -178,3 +178,81 @@ def test_nan_is_missing_like_null(spark):
     assert [r["s"] for r in out] == [1.0, 1.0, None, None, 4.0]
     assert [r["n"] for r in out] == [1, 1, 0, 0, 1]
     assert [r["m"] for r in out] == [1.0, 1.0, None, None, 4.0]
+
+
+#: Longs near int64's limits (a null among them): sums of two or three neighbours fit int64 (2**63 - 1
+#: at most), while the running total of the column passes it, as subtracting prefix sums would.
+BIG = 2 ** 62
+LONGS = [BIG, BIG - 1, -5, BIG, BIG - 1, None, BIG - 1, BIG, -BIG, -7, -2 ** 63 + 7, 2 ** 53 + 1, -3, 2 ** 63 - 1]
+
+
+#: Three peers summing to 1443950364469935044, whose mean rounds correctly to 4.81316788156645e+17;
+#: dividing the float64 of the sum (60 above it) gives the next float64 up, 4.8131678815664506e+17.
+PEERS = [2 ** 60, 291028859863075723, 12345]
+
+
+def _longs(spark, values):
+    """(id, k, t, v): key "a" holds ``values`` at t = 0, 1, ... (t 6 twice: peers of a range frame), key "b" a
+    few small ones, key "c" the :data:`PEERS` at t = 0."""
+    times = [i if i < 7 else i - 1 for i in range(len(values))]
+    rows = [(i, "a", t, v) for i, (t, v) in enumerate(zip(times, values))]
+    rows += [(100 + i, "b", i, v) for i, v in enumerate([1, -2, None, 3])]
+    rows += [(200 + i, "c", 0, v) for i, v in enumerate(PEERS)]
+    return rows, spark.createDataFrame(rows, "id long, k string, t long, v long")
+
+
+def _frame_values(rows, row, frame):
+    """The non-null values of ``row``'s frame: ("rows", n) the n rows before it by (t, id), ("range", s) t - s .. t."""
+    kind, size = frame
+    mine = sorted((r for r in rows if r[1] == row[1]), key=lambda r: (r[2], r[0]))
+    if kind == "rows":
+        at = mine.index(row)
+        inside = mine[max(0, at - size + 1):at + 1]
+    else:
+        inside = [r for r in mine if row[2] - size <= r[2] <= row[2]]
+    return [r[3] for r in inside if r[3] is not None]
+
+
+@pytest.mark.parametrize("frame", [("rows", 2), ("range", 1)])
+def test_long_sums_near_int64_limits_are_exact_and_means_correctly_rounded(spark, frame):
+    """No wrap-around and no false overflow: every frame sum is the exact Python sum, its mean the
+    correctly rounded quotient of that sum, and the sums equal Spark's own (ANSI) sum over the frame."""
+    from fractions import Fraction
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rows, df = _longs(spark, LONGS)
+    kind, size = frame
+    bounds = {"rows": dict(rows=size), "range": dict(range=size)}[kind]
+    order = ["t", "id"] if kind == "rows" else "t"
+    out = sliding(df, partition_by="k", order_by=order, aggs={"s": ("sum", "v"), "m": ("mean", "v")}, **bounds)
+    assert dict(out.dtypes)["s"] == "bigint" and dict(out.dtypes)["m"] == "double"
+    window = Window.partitionBy("k").orderBy(*([order] if isinstance(order, str) else order))
+    window = window.rowsBetween(-(size - 1), 0) if kind == "rows" else window.rangeBetween(-size, 0)
+    native = df.select("id", F.sum("v").over(window).alias("native_s"))
+    got = {r.id: r for r in out.join(native, "id").collect()}
+    for row in rows:
+        values = _frame_values(rows, row, frame)
+        want_sum = sum(values) if values else None
+        want_mean = float(Fraction(sum(values), len(values))) if values else None
+        assert (got[row[0]].s, got[row[0]].m) == (want_sum, want_mean), (row, values)
+        assert got[row[0]].native_s == want_sum, row
+    assert max(abs(sum(v for v in LONGS[:i] if v is not None)) for i in range(len(LONGS))) > 2 ** 63
+
+
+@pytest.mark.parametrize("frame", [("rows", 3), ("range", 2)])
+def test_a_long_sum_outside_int64_raises_naming_the_column_and_the_row(spark, frame):
+    """2**62 + (2**62 - 1) + 1 is 2**63: Spark's sum of a long is a long, so it raises (as Spark's
+    ANSI sum does) instead of wrapping around to -2**63."""
+    _, df = _longs(spark, [BIG, BIG - 1, 1, 0])
+    kind, size = frame
+    bounds = {"rows": dict(rows=size), "range": dict(range=size)}[kind]
+    out = sliding(df, partition_by="k", order_by="t", aggs={"total": ("sum", "v")}, **bounds)
+    with pytest.raises(Exception, match=r"OverflowError: output column 'total': the sum of the long column 'v' "
+                                        r"over the window of the row with k='a', t=2 is 9223372036854775808, "
+                                        r"outside int64"):
+        out.collect()
+    # the mean of the same frames is defined (the exact sum over 3 values): Spark's avg gives it too
+    means = sliding(df, partition_by="k", order_by="t", aggs={"m": ("mean", "v")}, **bounds)
+    assert {r.t: r.m for r in means.where("k = 'a'").collect()}[2] == 2 ** 63 / 3

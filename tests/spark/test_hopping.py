@@ -387,3 +387,96 @@ def test_hopping_windows_pickled_in_the_earlier_layout_are_refused_by_name():
     fields_apart.format = 3
     with pytest.raises(SparkInputError, match="state format 3.*reads format 4"):
         fields_apart.bind(outputs)
+
+
+#: Longs near int64's limits and a null, at minutes 0..8 (two at minute 3): every 2-minute window's
+#: sum fits int64 (2**63 - 1 and -2**63 included), none of them is a float64.
+BIG = 2 ** 62
+LONG_EVENTS = [(0, BIG), (1, BIG - 1), (2, -5), (3, 2 ** 53 + 1), (3, None), (4, 3), (5, -2 ** 63 + 3), (6, -3),
+               (7, 2 ** 63 - 1), (8, -1)]
+
+
+def _long_windows(events, size, slide):
+    """{window start minute: (exact sum, correctly rounded mean)} of the windows holding events."""
+    from fractions import Fraction
+
+    result = {}
+    for k in {k for minute, _ in events for k in range((minute - size) // slide + 1, minute // slide + 1)}:
+        values = [v for minute, v in events if k * slide <= minute < k * slide + size and v is not None]
+        result[k * slide] = (sum(values), float(Fraction(sum(values), len(values)))) if values else (None, None)
+    return result
+
+
+def _long_outputs():
+    return [Output("s", "v", aggregations.get("sum"), pa.int64()),
+            Output("m", "v", aggregations.get("mean"), pa.float64())]
+
+
+def _pane_engine(events, key="a"):
+    """The streaming panes of the long outputs, and a combiner that makes (key, minute, value) events panes."""
+    from winagg.spark.hopping import PaneCombine, PaneWindows, pane_parts, pane_schema
+
+    outputs = _long_outputs()
+    parts = pane_parts(outputs, {"v": pa.int64()})
+    key_fields = [pa.field("k", pa.string())]
+    combine = PaneCombine(["k"], "ts", MINUTE, parts, pane_schema(key_fields, parts))
+
+    def panes(events):
+        return combine.combine(pa.table({"k": [key] * len(events),
+                                         "ts": pa.array([m * MINUTE for m, _ in events], pa.timestamp("ns", "UTC")),
+                                         "v": pa.array([v for _, v in events], pa.int64())}))
+
+    return PaneWindows(outputs, 2 * MINUTE, MINUTE, ["k"], parts, key_fields), panes, outputs, key_fields
+
+
+def test_long_sums_of_hopping_windows_are_exact_in_per_key_trees_and_in_panes():
+    """Both engines of hopping windows (a key's FiBA trees, the streaming panes), their state pickled
+    between two feeds: int64 sums exact near the limits, means correctly rounded from the exact sum."""
+    want = _long_windows(LONG_EVENTS, 2, 1)
+    outputs = _long_outputs()
+    trees = HoppingWindows(outputs, 2 * MINUTE, MINUTE, long_columns={"v"})
+    panes, as_panes, _, key_fields = _pane_engine(LONG_EVENTS)
+    by_trees, by_panes = [], []
+    for part, watermark in ((LONG_EVENTS[:5], 3 * MINUTE), (LONG_EVENTS[5:], math.inf)):
+        frame = pd.DataFrame({"v": pd.array([v for _, v in part], dtype="Int64")})
+        by_trees.append(trees.step(frame, np.array([m * MINUTE for m, _ in part], np.int64), watermark))
+        by_panes.append(panes.step(as_panes(part), watermark)[0])
+        # as Spark's state store keeps them
+        trees = pickle.loads(cloudpickle.dumps(trees)).bind(outputs)
+        panes = pickle.loads(pickle.dumps(panes)).bind(outputs, key_fields)
+    for table in (pa.concat_tables(by_trees), pa.concat_tables(by_panes)):
+        assert table.schema.field("s").type == pa.int64()
+        assert {r["window_start"] // MINUTE: (r["s"], r["m"]) for r in table.to_pylist()} == want
+
+
+def test_a_hopping_long_sum_outside_int64_raises_naming_the_key_and_the_window():
+    events = [(0, BIG), (1, BIG - 1), (1, 1)]  # the window [0, 2) sums to 2**63
+    message = (r"output column 's': the sum of the long column 'v' over the window of k='a', "
+               r"window \[1970-01-01 00:00:00, 1970-01-01 00:02:00\) is 9223372036854775808, outside int64")
+    trees = HoppingWindows(_long_outputs(), 2 * MINUTE, MINUTE, long_columns={"v"})
+    with pytest.raises(OverflowError, match=message):
+        trees.step(pd.DataFrame({"v": [v for _, v in events]}), np.array([m * MINUTE for m, _ in events]), math.inf,
+                   "k='a'")
+    panes, as_panes, *_ = _pane_engine(events)
+    with pytest.raises(OverflowError, match=message):
+        panes.step(as_panes(events), math.inf)
+
+
+def test_batch_hopping_long_sums_are_exact_longs_or_raise(spark):
+    """Spark's sum of a long is a long: exact past 2**53, or an error naming the key and window."""
+    start = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    rows = [("a", start + dt.timedelta(minutes=m), v) for m, v in LONG_EVENTS] + [("b", start, 7), ("b", start, None)]
+    df = spark.createDataFrame(rows, "k string, ts timestamp, v long")
+    out = sliding(df, partition_by="k", order_by="ts", range="2 minutes", slide="1 minute",
+                  aggs={"s": ("sum", "v"), "m": ("mean", "v")})
+    assert dict(out.dtypes)["s"] == "bigint" and dict(out.dtypes)["m"] == "double"
+    got = {(r.k, r.window_start.replace(tzinfo=dt.timezone.utc)): (r.s, r.m) for r in out.collect()}
+    want = {("a", start + dt.timedelta(minutes=m)): answer for m, answer in _long_windows(LONG_EVENTS, 2, 1).items()}
+    want.update({("b", start - dt.timedelta(minutes=1)): (7, 7.0), ("b", start): (7, 7.0)})
+    assert got == want
+    over = spark.createDataFrame(rows + [("a", start + dt.timedelta(minutes=1), 1)], "k string, ts timestamp, v long")
+    with pytest.raises(Exception, match=r"OverflowError: output column 's': the sum of the long column 'v' over the "
+                                        r"window of k='a', window \[1970-01-01 00:00:00, 1970-01-01 00:02:00\) is "
+                                        r"9223372036854775808, outside int64"):
+        sliding(over, partition_by="k", order_by="ts", range="2 minutes", slide="1 minute",
+                aggs={"s": ("sum", "v")}).collect()

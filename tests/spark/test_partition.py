@@ -21,7 +21,7 @@ CHECKED = [(CONCAT, pa.int64()), ("sum", pa.int64()), ("sum", pa.float64()), ("m
            ("first", pa.float64()), ("last", pa.int64()), ("argmax", pa.float64()), ("geomean", pa.float64()),
            ("variance_pop", pa.float64()), ("argmin", pa.int64()), ("maxcount", pa.float64()),
            ("mincount", pa.int64()), ("relative_variation", pa.float64()), ("collect", pa.int64()),
-           ("m4", pa.float64())]
+           ("m4", pa.float64()), ("mean", pa.int64())]
 
 keys = st.sampled_from(["a", "b", "c", None])
 times = st.one_of(st.none(), st.integers(0, 12))
@@ -167,3 +167,31 @@ def test_result_types_follow_spark():
     assert result_type(winagg.aggregations.get("count"), pa.string()) == pa.int64()
     assert result_type(CONCAT, pa.int64()) == pa.string()
     assert result_type(winagg.aggregations.get("max"), pa.string()) is None  # numeric max: no answer to guess
+
+
+def test_long_sums_are_exact_across_batches_and_one_past_int64_raises_naming_the_row():
+    """Longs up to a twelfth of int64's range, at most 12 to a frame: every frame sum fits int64 while the
+    running total passes it; cut into batches anywhere, each sum is the exact one and each
+    mean the correctly rounded quotient of it. One frame past int64 raises, naming column, key and time."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(5)
+    bound = (2 ** 63 - 1) // 12
+    times = np.sort(rng.integers(0, 40, 60))
+    values = [None if rng.random() < 0.1 else int(v) for v in rng.integers(-bound // 8, bound, 60, endpoint=True)]
+    rows = [("a", int(t), v) for t, v in zip(times, values)]
+    outputs = [Output("s", "v", winagg.aggregations.get("sum"), pa.int64()),
+               Output("m", "v", winagg.aggregations.get("mean"), pa.float64())]
+    for frame in (Frame(rows=12), Frame(span=1)):
+        frames = [[rows[j][2] for j in _frame_of(rows, i, frame) if rows[j][2] is not None] for i in range(60)]
+        assert max(len(f) for f in frames) <= 12
+        windows = PartitionWindows(["k"], "t", frame, outputs)
+        out = pa.Table.from_batches(list(windows(iter(b for b in _batches(rows, pa.int64(), [7, 8, 30]) if b))))
+        assert out.column("s").to_pylist() == [sum(f) if f else None for f in frames]
+        assert out.column("m").to_pylist() == [float(Fraction(sum(f), len(f))) if f else None for f in frames]
+    assert max(abs(sum(v for v in values[:i] if v is not None)) for i in range(60)) > 2 ** 63
+    over = [("a", 0, 2 ** 62), ("b", 0, 2 ** 62 - 1), ("b", 1, 2 ** 62), ("b", 2, 2 ** 62)]
+    windows = PartitionWindows(["k"], "t", Frame(rows=2), outputs)
+    with pytest.raises(OverflowError, match=r"output column 's': the sum of the long column 'v' over the window "
+                                            r"of the row with k='b', t=2 is 9223372036854775808, outside int64"):
+        list(windows(iter(_batches(over, pa.int64(), [2]))))

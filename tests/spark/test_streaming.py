@@ -243,3 +243,40 @@ def test_a_keys_state_runs_the_kernels_of_the_batch_job():
     assert (set(driver._compiled), set(range_batches._KERNELS)) == built
     assert done["mean"].tolist() == batch_rows["mean"].tolist() == [1.0, 1.0, 4.0]
     assert done["max"].tolist() == batch_rows["max"].tolist() == [1.0, 1.0, 4.0]
+
+
+def test_a_keys_state_sums_longs_exactly_through_micro_batches():
+    """The per-event stream runs the batch job's windows: a long column's sums stay exact near int64's
+    limits (its running total passes them) across micro-batches and a pickled state, means are the
+    correctly rounded quotients, and a window past int64 raises naming the column and time."""
+    import pickle
+    from fractions import Fraction
+
+    from pyspark import cloudpickle
+
+    from winagg import aggregations
+    from winagg.spark.partition import Output
+    from winagg.spark.streaming import _KeyState
+
+    second = 1_000_000_000
+    big = 2 ** 62
+    values = [big, big - 1, None, -5, big, big - 1, -2 ** 63 + 9, -9, -2 ** 53 - 1, 2 ** 63 - 1]
+    schema = pa.schema([("v", pa.int64())])
+    outputs = [Output("s", "v", aggregations.get("sum"), pa.int64()),
+               Output("m", "v", aggregations.get("mean"), pa.float64())]
+    state = _KeyState(outputs, [second, second], schema)  # each event and the one a second before
+    answered = []
+    for part in (range(0, 4), range(4, 10)):
+        state.add(pd.DataFrame({"t": list(part), "v": pd.Series([values[i] for i in part], dtype=object)}),
+                  np.array(list(part), np.int64) * second)
+        answered.append(state.close(np.iinfo(np.int64).max))
+        state = pickle.loads(cloudpickle.dumps(state))
+    got = pd.concat(answered)
+    frames = [[v for v in values[max(0, i - 1):i + 1] if v is not None] for i in range(10)]
+    assert got["s"].tolist() == [sum(f) for f in frames]
+    assert got["m"].tolist() == [float(Fraction(sum(f), len(f))) for f in frames]
+    state.add(pd.DataFrame({"t": [10], "v": pd.Series([1], dtype=object)}), np.array([10 * second]))
+    with pytest.raises(OverflowError, match=r"output column 's': the sum of the long column 'v' over the window "
+                                            r"of the row with the event time 1970-01-01 00:00:10 is "
+                                            r"9223372036854775808, outside int64"):
+        state.close(np.iinfo(np.int64).max)

@@ -187,7 +187,11 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         without values gives null, as in Spark (count gives 0); NaN values are
         skipped too, as pandas skips them; sample stddev/variance of one value
         is null, as in Spark. Min, max, first and last keep the input's type;
-        sum of integers is a long, the others are doubles.
+        sum of integers is a long, the others are doubles. A sum of longs is
+        exact, and one outside the long range raises OverflowError naming the
+        output column and the row (or key and window), as Spark's ANSI sum
+        raises, never wrapping around; a mean of longs is the correctly rounded
+        quotient of the exact sum.
     algorithm:
         The in-order algorithm (default: ``winagg.rolling``'s choice).
     num_partitions:
@@ -267,7 +271,7 @@ def _hopping(df, keys, order, size, slide, outputs, num_partitions):
     from pyspark.sql.types import StructField, StructType
 
     from .hopping import WINDOW_COLUMNS, HoppingPartition
-    from .partition import compiled_plan
+    from .partition import compiled_plan, exact_sum_input
 
     taken = set(keys) | set(WINDOW_COLUMNS)
     clash = [o.name for o in outputs if o.name in taken]
@@ -277,7 +281,8 @@ def _hopping(df, keys, order, size, slide, outputs, num_partitions):
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
-    windows = HoppingPartition(keys, order, size, slide, outputs, keyed, _arrow_type(time_type))
+    longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
+    windows = HoppingPartition(keys, order, size, slide, outputs, keyed, _arrow_type(time_type), longs)
     needed = list(dict.fromkeys(keys + [order] + [o.column for o in outputs]))
     timed = df.where(F.col(order).isNotNull()).select(*needed)
     partitioned = timed.repartition(num_partitions, *keys) if num_partitions else \

@@ -42,7 +42,7 @@ from ..registry import make, out_of_order
 from ..errors import InvalidTimeError
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import compiled_batches
-from .partition import Output, _key_values, _to_arrow, empty_is_null
+from .partition import ExactSums, Output, _key_values, _to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
 
 #: The name of the two columns that say which window a result row is.
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -108,6 +108,35 @@ class _CompiledTree:
         return state
 
 
+class _ExactSumTrees:
+    """The exact sums of a long column: a float64 sum tree per 21-bit piece of each value
+    (:func:`~winagg.spark.partition.pieces`), whose sums stay exact integers. A single float64
+    tree would round sums past 2**53; the pieces reuse the float64 sum kernel the other trees
+    compile, where an int64 one would be one more FiBA kernel to compile."""
+
+    def __init__(self, rounding: int):
+        self.rounding = rounding
+        self.pieces = [_CompiledTree(_compiled_spec(aggregations.get("sum")), rounding) for _ in range(3)]
+
+    @property
+    def entry_times(self) -> np.ndarray:
+        return self.pieces[0].entry_times
+
+    @entry_times.setter
+    def entry_times(self, times: np.ndarray) -> None:
+        for tree in self.pieces:
+            tree.entry_times = times
+
+    def bind(self) -> None:
+        for tree in self.pieces:
+            tree.spec = _compiled_spec(aggregations.get("sum"))
+
+    def step(self, times, values, positions, lows, highs, horizon) -> ExactSums:
+        sums = [tree.step(times, part, positions, lows, highs, horizon)
+                for tree, part in zip(self.pieces, pieces(values))]
+        return ExactSums.from_pieces(*sums)
+
+
 class _PythonTree:
     """Any monoid on the plain-Python FiBA: nulls are skipped, positional monoids get positions."""
 
@@ -136,6 +165,31 @@ def _check_window_ends(latest: int, size: int) -> None:
                                f"{pd.Timestamp.max}, the last time int64 nanoseconds hold")
 
 
+def _long_values(series: pd.Series, column: str) -> np.ndarray:
+    """A long column's values as int64, nulls as 0.
+
+    Spark hands a streaming processor a long column with nulls as float64, whose values past 2**53
+    are rounded already; one past int64 (2**63 - 1 rounds up to 2**63) is refused, not wrapped.
+    """
+    try:
+        values = pa.array(series, type=pa.int64(), from_pandas=True)
+    except (pa.ArrowInvalid, OverflowError) as error:
+        raise OverflowError(f"the long column {column!r} reached Python as {series.dtype} with a value outside "
+                            f"int64 ({error}): PySpark hands a long column with nulls over as doubles unless "
+                            f"spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype is true") from None
+    return pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+
+
+def _window_text(key: str, start: int, size: int) -> str:
+    """A window (bounds in nanoseconds) and its key, for an error message."""
+    return f"{key + ', ' if key else ''}window [{pd.Timestamp(int(start))}, {pd.Timestamp(int(start) + size)})"
+
+
+def key_text(names, values) -> str:
+    """``name=value`` of a key's columns, for an error message."""
+    return ", ".join(f"{name}={value!r}" for name, value in zip(names, values))
+
+
 def _last_closed(size: int, slide: int, watermark) -> int:
     """The largest k whose window ``[k*slide, k*slide + size)`` ends at or before the watermark."""
     if watermark == math.inf or watermark >= _INT_HIGH:
@@ -150,15 +204,19 @@ class HoppingWindows:
 
     ``outputs`` are the aggregations (``Output``), ``size`` and ``slide`` in
     nanoseconds, ``keyed_columns`` the input columns whose items are reduced
-    to a stable key (strings counted by HyperLogLog, say).
+    to a stable key (strings counted by HyperLogLog, say), ``long_columns`` the
+    input columns of 64-bit integers, whose sums and means are exact
+    (:class:`_ExactSumTrees`).
     """
 
-    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keyed_columns=frozenset()):
+    def __init__(self, outputs: Sequence[Output], size: int, slide: int, keyed_columns=frozenset(),
+                 long_columns=frozenset()):
         self.format = TREES_FORMAT
         self.outputs, self.size, self.slide = list(outputs), int(size), int(slide)
         self.pane = math.gcd(self.size, self.slide)
         self.keyed_columns = set(keyed_columns)
-        self.trees = [self._tree(o.monoid) for o in self.outputs]
+        self.trees = [_ExactSumTrees(self.pane) if o.column in long_columns and exact_sum_input(o.monoid, pa.int64())
+                      else self._tree(o.monoid) for o in self.outputs]
         # per input column of an output that is null when empty: a tree counting its non-null values
         self.non_null = {o.column: _CompiledTree(_compiled_spec(aggregations.get("count")), self.pane)
                          for o in self.outputs if empty_is_null(o.monoid)}
@@ -188,6 +246,8 @@ class HoppingWindows:
         for tree, output in zip(self.trees, self.outputs):
             if isinstance(tree, _CompiledTree):
                 tree.spec = tree_spec(output.monoid)
+            elif isinstance(tree, _ExactSumTrees):
+                tree.bind()
         for tree in self.non_null.values():
             tree.spec = _compiled_spec(aggregations.get("count"))
         return self
@@ -204,12 +264,14 @@ class HoppingWindows:
         return int(self.panes.shape[0])
 
     # ------------------------------------------------------------ feeding
-    def step(self, rows: Optional[pd.DataFrame], times: Optional[np.ndarray], watermark) -> Optional[pa.Table]:
+    def step(self, rows: Optional[pd.DataFrame], times: Optional[np.ndarray], watermark,
+             key: str = "") -> Optional[pa.Table]:
         """Add ``rows`` (times in nanoseconds, any order, none older than :meth:`first_open`),
         then close every window whose end is ``<= watermark`` (nanoseconds;
         ``math.inf`` closes all). Returns the closed windows that hold rows, by start, as
         an Arrow table of ``window_start``, ``window_end`` (int64 nanoseconds) and the
-        outputs, or None when none closed."""
+        outputs, or None when none closed. ``key`` names the key in an error (a sum
+        outside int64)."""
         n = 0 if rows is None else len(rows)
         if n:
             order = np.argsort(times, kind="stable")
@@ -237,7 +299,10 @@ class HoppingWindows:
         columns = [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
         for output, out in zip(self.outputs, results):
             non_null = counts.get(output.column, np.ones(len(ks), np.int64))
-            if _mean_from_sums(output.monoid):
+            if isinstance(out, ExactSums):
+                out = exact_answers(out, np.asarray(non_null, np.int64), output,
+                                    lambda j: _window_text(key, starts[j], self.size))
+            elif _mean_from_sums(output.monoid):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = out / non_null  # 0 / 0 where a window has no value: null below
             columns.append(_to_arrow(out, np.asarray(non_null, np.int64), output, None))
@@ -245,18 +310,21 @@ class HoppingWindows:
 
     def _feed(self, tree, rows, column, times, positions, lows, highs, horizon, output):
         when = (times // tree.rounding) * tree.rounding
-        values = self._values(rows, column, output, isinstance(tree, _PythonTree))
+        values = self._values(rows, column, output, tree)
         if len(when):
             tree.entry_times = np.union1d(tree.entry_times, when)
         tree.entry_times = tree.entry_times[tree.entry_times > horizon]
         return tree.step(when, values, positions, lows, highs, horizon)
 
-    def _values(self, rows, column, output, python):
+    def _values(self, rows, column, output, tree):
+        python = isinstance(tree, _PythonTree)
         if rows is None or not len(rows):
-            return [] if python else np.empty(0, np.float64)
+            return [] if python else np.empty(0, np.int64 if isinstance(tree, _ExactSumTrees) else np.float64)
         series = rows[column]
         if output is None:  # non-null count: 1 per value, NaN (skipped) per null
             return np.where(series.isna().to_numpy(), np.nan, 1.0)
+        if isinstance(tree, _ExactSumTrees):  # nulls add 0; the non-null counts skip them
+            return _long_values(series, column)
         if python:
             return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
                     for v in series.astype(object).where(series.notna(), None)]
@@ -325,9 +393,11 @@ class HoppingPartition:
     up in the process that runs it.
     """
 
-    def __init__(self, keys, order: str, size: int, slide: int, outputs, keyed_columns, time_type: pa.DataType):
+    def __init__(self, keys, order: str, size: int, slide: int, outputs, keyed_columns, time_type: pa.DataType,
+                 long_columns=frozenset()):
         self.keys, self.order, self.size, self.slide = list(keys), order, int(size), int(slide)
         self.outputs, self.keyed_columns, self.time_type = list(outputs), set(keyed_columns), time_type
+        self.long_columns = set(long_columns)
 
     def __call__(self, batches):
         from .partition import _changes, order_values
@@ -345,19 +415,32 @@ class HoppingPartition:
             if starts[0] != 0:
                 starts.insert(0, 0)
             times = order_values(batch.column(self.order), self.order)
-            frame = batch.to_pandas()
+            frame = self._frame(batch)
             for begin, end in zip(starts, starts[1:]):
                 if new_key[begin]:
                     if state is not None:
-                        yield from self._emit(state.step(None, None, math.inf), key_row)
-                    state = HoppingWindows(self.outputs, self.size, self.slide, self.keyed_columns)
+                        yield from self._emit(state.step(None, None, math.inf, self._key(key_row)), key_row)
+                    state = HoppingWindows(self.outputs, self.size, self.slide, self.keyed_columns,
+                                           self.long_columns)
                     key_row = batch.slice(begin, 1).select(self.keys) if self.keys else batch.slice(begin, 1)
                 run_times = times[begin:end]
                 # rows come sorted: windows ending at or before the last time can no longer change
-                closed = state.step(frame.iloc[begin:end].reset_index(drop=True), run_times, int(run_times[-1]))
+                closed = state.step(frame.iloc[begin:end].reset_index(drop=True), run_times, int(run_times[-1]),
+                                    self._key(key_row))
                 yield from self._emit(closed, key_row)
         if state is not None:
-            yield from self._emit(state.step(None, None, math.inf), key_row)
+            yield from self._emit(state.step(None, None, math.inf, self._key(key_row)), key_row)
+
+    def _frame(self, batch: pa.RecordBatch) -> pd.DataFrame:
+        """The batch in pandas, a long column with nulls as nullable Int64 (not float64, which would
+        round its values past 2**53)."""
+        frame = batch.to_pandas()
+        for name in self.long_columns:
+            frame[name] = batch.column(name).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+        return frame
+
+    def _key(self, key_row) -> str:
+        return key_text(self.keys, [key_row.column(name)[0].as_py() for name in self.keys])
 
     def _emit(self, table: Optional[pa.Table], key_row):
         if table is None or not table.num_rows:
@@ -374,9 +457,14 @@ class HoppingPartition:
 #: non-null values), ``sum``, ``max``, ``min``. A window's answer combines its panes' numbers.
 _PANE_PARTS = {aggregations.Count: ("nn",), aggregations.Sum: ("nn", "sum"), aggregations.Mean: ("nn", "sum"),
                aggregations.Max: ("nn", "max"), aggregations.Min: ("nn", "min")}
+#: The numbers of a sum or mean of a long column: the int64 sums of the values' high and low 32
+#: bits (:meth:`ExactSums.from_halves`), exact where a float64 sum would round past 2**53.
+_EXACT_SUM_PARTS = ("nn", "high", "low")
+#: Parts kept as int64 (the others are float64).
+_INT_PARTS = ("nn", "high", "low")
 #: How Arrow's group_by combines each number of rows into a pane, then panes into one pane.
-_FIRST_COMBINE = {"nn": "count", "sum": "sum", "max": "max", "min": "min"}
-_THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
+_FIRST_COMBINE = {"nn": "count", "sum": "sum", "max": "max", "min": "min", "high": "sum", "low": "sum"}
+_THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min", "high": "sum", "low": "sum"}
 #: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
 _WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
 PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
@@ -389,7 +477,8 @@ def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
     """``[(column, part, name)]``: the numbers per pane that answer every output, or None.
 
     None when an output is not one of count, sum, mean, max and min (exactly those
-    classes) over a numeric column: such outputs keep the general path.
+    classes) over a numeric column: such outputs keep the general path. A sum or mean
+    of a long column keeps the exact sums' halves (``high``, ``low``), not a float64 sum.
     """
     parts = {}
     for output in outputs:
@@ -397,7 +486,8 @@ def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
         numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)
         if type(output.monoid) not in _PANE_PARTS or not numeric:
             return None
-        for part in _PANE_PARTS[type(output.monoid)]:
+        wanted = _EXACT_SUM_PARTS if exact_sum_input(output.monoid, kind) else _PANE_PARTS[type(output.monoid)]
+        for part in wanted:
             parts.setdefault((output.column, part), f"__winagg_{part}_{len(parts)}")
     return [(column, part, name) for (column, part), name in parts.items()]
 
@@ -412,13 +502,36 @@ def pane_combiners(outputs: Sequence[Output]) -> list:
 def pane_schema(key_fields: Sequence[pa.Field], parts) -> pa.Schema:
     """The Arrow schema of pane rows: keys, pane start, rows, then the parts."""
     fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64()), pa.field(ROWS_COLUMN, pa.int64())]
-    fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in parts]
+    fields += [pa.field(name, _part_type(part)) for _, part, name in parts]
     return pa.schema(fields)
 
 
+def _part_type(part: str) -> pa.DataType:
+    return pa.int64() if part in _INT_PARTS else pa.float64()
+
+
+def _source(column: str, part: str) -> tuple:
+    """Which numbers of ``column`` a pane's ``part`` combines (the parts of one source share them)."""
+    return column, part if part in ("high", "low") else "float"
+
+
+def _part_values(column, part: str):
+    """The column's numbers that a pane's ``part`` combines: a long's high or low 32 bits, or the
+    values as float64."""
+    if part == "high":
+        return pc.shift_right(column.cast(pa.int64()), 32)
+    if part == "low":
+        return pc.bit_wise_and(column.cast(pa.int64()), pa.scalar(0xFFFFFFFF, pa.int64()))
+    return _as_float(column)
+
+
 def _as_float(column) -> pa.ChunkedArray:
-    """A numeric column as float64 with NaN made null (NaN is skipped, as by the compiled aggregations)."""
-    values = column.cast(pa.float64())
+    """A numeric column as float64 with NaN made null (NaN is skipped, as by the compiled aggregations).
+
+    A long past 2**53 rounds (a safe cast would refuse it): its non-null count stays exact, and
+    its sum and mean take the exact parts (``high``, ``low``) instead.
+    """
+    values = column.cast(pa.float64(), safe=not pa.types.is_integer(column.type))
     return pc.if_else(pc.fill_null(pc.is_nan(values), False), pa.scalar(None, pa.float64()), values)
 
 
@@ -451,15 +564,17 @@ class PaneCombine:
         columns[PANE_COLUMN] = pa.array((times // self.pane) * self.pane, pa.int64())
         values, wanted = {}, [([], "count_all")]
         for column, part, name in self.parts:
-            if column not in values:
-                values[column] = f"__winagg_value_{len(values)}"
-                columns[values[column]] = _as_float(table.column(column))
-            wanted.append((values[column], "count", pc.CountOptions("only_valid")) if part == "nn"
-                          else (values[column], _FIRST_COMBINE[part]))
+            source = _source(column, part)
+            if source not in values:
+                values[source] = f"__winagg_value_{len(values)}"
+                columns[values[source]] = _part_values(table.column(column), part)
+            wanted.append((values[source], "count", pc.CountOptions("only_valid")) if part == "nn"
+                          else (values[source], _FIRST_COMBINE[part]))
         grouped = pa.table(columns).group_by(self.keys + [PANE_COLUMN], use_threads=False) \
             .aggregate(wanted)
         out = [grouped.column(k) for k in self.keys + [PANE_COLUMN]] + [grouped.column("count_all")]
-        out += [grouped.column(f"{values[column]}_{_FIRST_COMBINE[part]}") for column, part, _ in self.parts]
+        out += [grouped.column(f"{values[_source(column, part)]}_{_FIRST_COMBINE[part]}")
+                for column, part, _ in self.parts]
         return pa.Table.from_arrays(out, schema=self.schema)
 
 
@@ -497,7 +612,7 @@ class PaneWindows:
         checked_format(self, PANES_FORMAT, "hopping panes")
         self.outputs = list(outputs)
         fields = list(key_fields) + [pa.field(PANE_COLUMN, pa.int64())]
-        fields += [pa.field(name, pa.int64() if part == "nn" else pa.float64()) for _, part, name in self.parts]
+        fields += [pa.field(name, _part_type(part)) for _, part, name in self.parts]
         self._schema = pa.schema(fields)
         stored = self.__dict__.pop("_stored", None)
         if stored is not None:
@@ -617,25 +732,32 @@ class PaneWindows:
         answers = {}
         for _, part, name in self.parts:
             values = self.table.column(name).to_numpy(zero_copy_only=False)
-            if part == "nn":  # counts: a window's is a difference of prefix sums (exact in integers)
+            if part in _INT_PARTS:  # a window's is a difference of prefix sums (exact in integers)
+                # (a pane whose values are all null has a null sum: it adds 0)
+                values = pc.fill_null(self.table.column(name), 0).to_numpy()
                 before = np.concatenate(([0], np.cumsum(values.astype(np.int64))))
                 # lows/highs are axis positions; panes sit at axis[i], sorted: find their rows
                 first = np.searchsorted(axis, lows, side="left")
                 after = np.searchsorted(axis, highs, side="right")
-                answers[name] = (before[after] - before[first]).astype(np.float64)
+                sums = before[after] - before[first]
+                answers[name] = sums.astype(np.float64) if part == "nn" else sums
                 continue
             spec = _compiled_spec(aggregations.get(_WINDOW_COMBINE[part]))
             batches = compiled_batches(spec, "float64")
             _, answers[name] = batches.run(batches.fresh(), axis, values.astype(np.float64),
                                            np.zeros(len(axis), np.int64), lows, highs, False, np.float64(-np.inf))
-        columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
+        key_columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
         self._drop_reported()
-        columns += [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
+        columns = key_columns + [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]
         by_part = {(column, part): answers[name] for column, part, name in self.parts}
         for output in self.outputs:
             counts = by_part[(output.column, "nn")]
             kind = type(output.monoid)
-            if kind is aggregations.Count:
+            if (output.column, "high") in by_part and kind in (aggregations.Sum, aggregations.Mean):
+                sums = ExactSums.from_halves(by_part[(output.column, "high")], by_part[(output.column, "low")])
+                out = exact_answers(sums, counts.astype(np.int64), output, lambda j: _window_text(
+                    key_text(self.keys, [c[j].as_py() for c in key_columns]), starts[j], self.size))
+            elif kind is aggregations.Count:
                 out = counts.astype(np.int64)
             elif kind is aggregations.Mean:
                 with np.errstate(invalid="ignore", divide="ignore"):

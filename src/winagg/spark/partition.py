@@ -17,6 +17,10 @@ Conventions (those of Spark's window functions):
 * range frames hold the rows whose order value lies in ``[t - span, t]``, so
   rows with equal order values (peers) share one result; rows with a null order
   value sort first and form one group of their own, as in Spark.
+* the sum of a long column is a long and is exact, or raises OverflowError naming
+  the output column and the row's key and order value when it is outside int64
+  (Spark's ANSI sum raises too; it never wraps around); the mean of a long column
+  is the correctly rounded quotient of the exact sum (:class:`ExactSums`).
 """
 
 from __future__ import annotations
@@ -174,15 +178,122 @@ class _FrameWindow:
         self.__dict__.update(state)
         self.driver = self.source.build()
 
-    def step(self, values, valid, reset, group_start, times):
+    def _plan(self, valid, reset, group_start, times):
         if self.rows:
-            plan = self.frames.plan(valid, reset)
-        else:
-            plan = self.frames.plan(valid, reset, group_start, times)
+            return self.frames.plan(valid, reset)
+        return self.frames.plan(valid, reset, group_start, times)
+
+    def step(self, values, valid, reset, group_start, times):
+        plan = self._plan(valid, reset, group_start, times)
         out, counts, self.state = run(self.driver, values, plan, self.state, want_counts=True)
         if not self.rows:  # peers share the answer given at their group's last row
             out, counts = self.frames.spread(out), self.frames.spread(counts)
         return out, counts
+
+
+class _ExactSumWindow(_FrameWindow):
+    """The exact window sums of an int64 column: one int64 sum window of each value's high 32
+    bits and one of its low 32 bits, over the same plan (:meth:`ExactSums.from_halves`).
+
+    Neither half's window sum can leave int64 (below 2**31 values a window), so the
+    halves are exact whatever the algorithm does on the way (subtract-on-evict's running
+    total included), and so is their combination, where a single int64 total would wrap.
+    """
+
+    def __init__(self, source: "_DriverSource", frame: Frame, time_dtype):
+        super().__init__(source, frame, time_dtype)
+        self.low_state = self.driver.init(16)
+
+    def step(self, values, valid, reset, group_start, times):
+        plan = self._plan(valid, reset, group_start, times)
+        high, counts, self.state = run(self.driver, values >> 32, plan, self.state, want_counts=True)
+        low, _, self.low_state = run(self.driver, values & _LOW_BITS, plan, self.low_state)
+        if not self.rows:
+            high, low, counts = self.frames.spread(high), self.frames.spread(low), self.frames.spread(counts)
+        return ExactSums.from_halves(high, low), counts
+
+
+# ---------------------------------------------------------------- exact sums of longs
+_LOW_BITS = np.int64(0xFFFFFFFF)
+_PIECE_BITS = np.int64((1 << 21) - 1)
+
+
+class ExactSums(NamedTuple):
+    """Window sums of int64 values, exactly, in or out of int64: ``top * 2**32 + low``, with
+    ``0 <= low < 2**32`` (so ``top`` is the sum shifted right by 32 bits)."""
+
+    top: np.ndarray
+    low: np.ndarray
+
+    @classmethod
+    def from_halves(cls, high: np.ndarray, low: np.ndarray) -> "ExactSums":
+        """From the sums of ``x >> 32`` (``high``) and of ``x & 0xFFFFFFFF`` (``low``)."""
+        return cls(high + (low >> 32), low & _LOW_BITS)
+
+    @classmethod
+    def from_pieces(cls, top: np.ndarray, middle: np.ndarray, bottom: np.ndarray) -> "ExactSums":
+        """From the float64 sums of :func:`pieces` (integers below 2**53, so exact)."""
+        top, middle, bottom = (np.asarray(p).astype(np.int64) for p in (top, middle, bottom))
+        # sum = top * 2**42 + middle * 2**21 + bottom, regrouped around 2**32
+        high = (top << 10) + (middle >> 11) + (bottom >> 32)
+        low = ((middle & np.int64(0x7FF)) << 21) + (bottom & _LOW_BITS)
+        return cls.from_halves(high, low)
+
+    def fits(self) -> np.ndarray:
+        """Where the sum is inside int64."""
+        return (self.top >= -(1 << 31)) & (self.top < (1 << 31))
+
+    def as_int64(self) -> np.ndarray:
+        """The sums (those inside int64; the others are garbage)."""
+        return (self.top << 32) | self.low
+
+    def exact(self, row: int) -> int:
+        return (int(self.top[row]) << 32) + int(self.low[row])
+
+    def ratios(self, counts: np.ndarray) -> np.ndarray:
+        """``sum / count``, correctly rounded to float64 (NaN where the count is 0)."""
+        counts = np.asarray(counts, np.int64)
+        out = np.full(self.top.shape[0], np.nan)
+        # a sum below 2**53 in magnitude is a float64 exactly: one division rounds once
+        small = (self.top >= -(1 << 21)) & (self.top < (1 << 21)) & (counts > 0)
+        out[small] = self.as_int64()[small].astype(np.float64) / counts[small].astype(np.float64)
+        # larger ones in Python integers, whose true division is correctly rounded
+        for row in np.flatnonzero(~small & (counts > 0)):
+            out[row] = self.exact(int(row)) / int(counts[row])
+        return out
+
+
+def pieces(values: np.ndarray) -> tuple:
+    """int64 values as three float64 pieces, ``x = a * 2**42 + b * 2**21 + c`` (``|a|``, ``b``,
+    ``c`` below 2**21): float64 sums of up to 2**31 such pieces are exact integers."""
+    values = np.asarray(values, np.int64)
+    return tuple(p.astype(np.float64) for p in (values >> 42, (values >> 21) & _PIECE_BITS, values & _PIECE_BITS))
+
+
+def exact_sum_input(monoid, input_type: Optional[pa.DataType]) -> bool:
+    """True for a built-in sum or mean of a 64-bit integer column, answered from
+    :class:`ExactSums`: a narrower integer's window sum cannot leave int64 (below 2**32
+    values), a long's can, and an int64 total would wrap where a float64 one rounds."""
+    return (type(monoid) in (aggregations.Sum, aggregations.Mean) and input_type is not None
+            and pa.types.is_integer(input_type) and input_type.bit_width == 64)
+
+
+def exact_answers(sums: ExactSums, counts: np.ndarray, output: Output, where) -> np.ndarray:
+    """The output's answers from exact window sums: a mean's correctly rounded quotient, a sum
+    as int64 (or, declared a float type, the correctly rounded sum). A sum outside int64 raises
+    OverflowError naming the output, its column and ``where(row)`` (the window's place)."""
+    counts = np.asarray(counts, np.int64)
+    if type(output.monoid) is aggregations.Mean:
+        return sums.ratios(counts)
+    if pa.types.is_floating(output.arrow_type):
+        return sums.ratios(np.ones_like(counts))
+    outside = ~sums.fits()
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise OverflowError(f"output column {output.name!r}: the sum of the long column {output.column!r} over "
+                            f"the window of {where(row)} is {sums.exact(row)}, outside int64 (Spark's sum of a "
+                            f"long is a long); cast {output.column!r} to double or decimal to sum it")
+    return sums.as_int64()
 
 
 # ---------------------------------------------------------------- the partition
@@ -196,6 +307,10 @@ class PartitionWindows:
     The object is cheap to pickle: kernels are looked up in the process that
     runs it.
     """
+
+    #: How an error names the order column when it holds event times in nanoseconds (a stream's
+    #: internal column); None: by its name and value.
+    time_label: Optional[str] = None
 
     def __init__(self, keys, order: str, frame: Frame, outputs, algorithm: Optional[str] = None):
         self.keys, self.order, self.frame = list(keys), order, frame
@@ -294,7 +409,22 @@ class PartitionRun:
         valid = _present(column)
         values = prepare(column)
         out, counts = window.step(values, valid, reset, group_start, times)
+        if isinstance(out, ExactSums):
+            out = exact_answers(out, counts, output, lambda row: self._row_text(batch, row))
         return _to_arrow(out, counts, output, column.type)
+
+    def _row_text(self, batch, row: int) -> str:
+        """The key and order values of ``batch``'s row, for an error message."""
+        spec = self.spec
+        parts = [f"{name}={batch.column(name)[row].as_py()!r}" for name in spec.keys]
+        order = batch.column(spec.order)[row].as_py()
+        if spec.time_label is not None:
+            import pandas as pd
+
+            parts.append(f"{spec.time_label} {pd.Timestamp(order)}")
+        elif spec.order not in spec.keys:
+            parts.append(f"{spec.order}={order!r}")
+        return "the row with " + ", ".join(parts)
 
 
 def _present(column: pa.Array) -> np.ndarray:
@@ -364,6 +494,10 @@ def _make_window(output: Output, input_type: pa.DataType, spec: PartitionWindows
     time_dtype = None
     if spec.frame.rows is None:
         time_dtype = np.float64 if isinstance(spec.frame.span, float) else np.int64
+    if exact_sum_input(output.monoid, input_type):
+        sums = aggregations.get("sum")
+        name = spec.algorithm or choose_algorithm(sums.compiled_for(np.dtype(np.int64)), True)
+        return _ExactSumWindow(_DriverSource(name, sums, np.dtype(np.int64)), spec.frame, time_dtype), _numeric_values
     if compiled is not None:
         prepare = _key_values if keyed else _numeric_values
         source = _DriverSource(name, output.monoid, np.dtype(np.int64) if integral else np.dtype(np.float64))

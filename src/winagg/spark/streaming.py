@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from .. import aggregations
 from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, _span
-from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan
+from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan, exact_sum_input
 
 
 #: The layout of a key's pickled state (3: times in nanoseconds, not microseconds; 4: tuple partials
@@ -59,8 +59,7 @@ class _KeyState:
         by_span: dict = {}
         for output, span in zip(outputs, spans):
             by_span.setdefault(int(span), []).append(output)
-        self.runs = [PartitionRun(PartitionWindows([], _TIME, Frame(span=span), grouped))
-                     for span, grouped in by_span.items()]
+        self.runs = [PartitionRun(_event_windows(span, grouped)) for span, grouped in by_span.items()]
         self.pending: Optional[pd.DataFrame] = None
         self.pending_times = np.empty(0, np.int64)  # the pending events' times, int64 nanoseconds
         self.dropped = 0
@@ -93,6 +92,13 @@ class _KeyState:
             for output in run.spec.outputs:
                 done[output.name] = pd.Series(answered.column(output.name).to_pylist(), dtype=object)
         return done
+
+
+def _event_windows(span: int, outputs) -> PartitionWindows:
+    """The batch job's range-frame windows over a key's events, ordered by their time in nanoseconds."""
+    windows = PartitionWindows([], _TIME, Frame(span=span), outputs)
+    windows.time_label = "the event time"
+    return windows
 
 
 def checked_format(state, expected: int, what: str):
@@ -171,6 +177,8 @@ def _processor_class():
     from pyspark import cloudpickle
     from pyspark.sql.streaming import StatefulProcessor
 
+    from .hopping import key_text
+
     class SlidingProcessor(StatefulProcessor):
         """transformWithStateInPandas processor: a :class:`_KeyState` per key."""
 
@@ -187,9 +195,12 @@ def _processor_class():
             c = self.config
             return _KeyState(c["outputs"], c["spans"], c["input_schema"])
 
-        def _finish(self, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
+        def _finish(self, key, key_state: _KeyState, watermark_ms: int) -> Iterator[pd.DataFrame]:
             c = self.config
-            done = key_state.close(_watermark(watermark_ms))
+            try:
+                done = key_state.close(_watermark(watermark_ms))
+            except OverflowError as error:  # a long sum outside int64: say which key
+                raise OverflowError(f"{error} (key {key_text(c['keys'], key)})") from None
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             oldest = key_state.oldest_pending()
@@ -218,10 +229,10 @@ def _processor_class():
             # the new events are at or after the watermark: none is final yet, and none changes a result that is
             if not late.all():
                 key_state.add(events[~late].reset_index(drop=True), times[~late])
-            yield from self._finish(key_state, watermark_ms)
+            yield from self._finish(key, key_state, watermark_ms)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-            yield from self._finish(self._load(), timerValues.getCurrentWatermarkInMs())
+            yield from self._finish(key, self._load(), timerValues.getCurrentWatermarkInMs())
 
         def close(self) -> None:
             pass
@@ -298,7 +309,7 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
-    config = {"outputs": outputs, "spans": spans, "time": order_by, "columns": columns,
+    config = {"outputs": outputs, "spans": spans, "time": order_by, "keys": keys, "columns": columns,
               "input_schema": input_schema, "dropped": accumulator}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
@@ -330,7 +341,7 @@ def _hopping_processor_class():
     from pyspark import cloudpickle
     from pyspark.sql.streaming import StatefulProcessor
 
-    from .hopping import WINDOW_COLUMNS, HoppingWindows
+    from .hopping import WINDOW_COLUMNS, HoppingWindows, key_text
 
     class HoppingProcessor(StatefulProcessor):
         """transformWithStateInPandas processor: a :class:`HoppingWindows` per key."""
@@ -346,11 +357,11 @@ def _hopping_processor_class():
             c = self.config
             if self.state.exists():
                 return pickle.loads(zlib.decompress(self.state.get()[0])).bind(c["outputs"])
-            return HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"])
+            return HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"], c["long_columns"])
 
         def _step(self, key, windows, events, times, watermark_ms) -> Iterator[pd.DataFrame]:
             c = self.config
-            closed = windows.step(events, times, _watermark(watermark_ms))
+            closed = windows.step(events, times, _watermark(watermark_ms), key_text(c["keys"], key))
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             end = windows.next_end()
@@ -417,6 +428,11 @@ def _pane_processor_class():
                 return PaneWindows(c["outputs"], c["size"], c["slide"], c["keys"], c["parts"], c["key_fields"],
                                    c["buckets"])
             windows = pickle.loads(stored[0]).bind(c["outputs"], c["key_fields"])
+            if [tuple(part) for part in windows.parts] != [tuple(part) for part in c["parts"]]:
+                raise SparkInputError(
+                    f"this checkpoint's hopping panes keep the numbers {[p[:2] for p in windows.parts]}, the query "
+                    f"needs {[p[:2] for p in c['parts']]} (a sum or mean of a long column keeps the exact int64 "
+                    f"halves 'high' and 'low', not a float64 'sum'): start the query from a new checkpoint")
             if windows.buckets != c["buckets"]:
                 raise SparkInputError(
                     f"this checkpoint's hopping windows hash keys into {windows.buckets} buckets, the query into "
@@ -542,10 +558,11 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
         return _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts, time_type,
                             KEY_BUCKETS)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
+    longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "time": order_by, "keys": keys,
-              "columns": columns, "keyed_columns": keyed, "dropped": accumulator,
+              "columns": columns, "keyed_columns": keyed, "long_columns": longs, "dropped": accumulator,
               "ntz": isinstance(time_type, TimestampNTZType)}
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
