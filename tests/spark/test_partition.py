@@ -195,3 +195,30 @@ def test_long_sums_are_exact_across_batches_and_one_past_int64_raises_naming_the
     with pytest.raises(OverflowError, match=r"output column 's': the sum of the long column 'v' over the window "
                                             r"of the row with k='b', t=2 is 9223372036854775808, outside int64"):
         list(windows(iter(_batches(over, pa.int64(), [2]))))
+
+
+def test_means_of_large_long_sums_round_once_as_python_integer_division_does():
+    """rounded_quotients against Python's int / int (correctly rounded): random sums from 2**53 to int64's
+    ends, counts up to 2**31 - 1, and quotients built to sit exactly halfway between two float64 or just
+    past halfway (a remainder the float64 of the sum would lose)."""
+    import random
+
+    from winagg.spark.partition import rounded_quotients
+
+    rng = random.Random(11)
+    ends = (2 ** 63 - 1, -2 ** 63, 2 ** 53, -2 ** 53 - 1, 2 ** 63 - 512)
+    pairs = [(s, n) for s in ends for n in (1, 2, 3, 2 ** 31 - 1)]
+    while len(pairs) < 20_000:
+        n = rng.choice([1, 2, 3, 7, 1024, 99_991, rng.randrange(1, 2 ** 31)])
+        bits = rng.randrange(23, 64)
+        q = rng.randrange(2 ** (bits - 1), 2 ** bits)
+        if bits > 53 and rng.random() < 0.5:  # halfway between two float64: the remainder decides
+            q = (q >> (bits - 53) << (bits - 53)) | (1 << (bits - 54))
+        total = rng.choice([-1, 1]) * (q * n + rng.choice([0, 1, n // 2, n - 1, rng.randrange(n)]))
+        if 2 ** 53 <= abs(total) and -2 ** 63 <= total < 2 ** 63:
+            pairs.append((total, n))
+    sums, counts = (np.array(column, np.int64) for column in zip(*pairs))
+    got = rounded_quotients(sums, counts)
+    want = np.array([s / n for s, n in pairs])
+    wrong = np.flatnonzero(got != want)
+    assert not len(wrong), [(pairs[i], got[i], want[i]) for i in wrong[:5]]

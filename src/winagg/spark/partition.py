@@ -257,10 +257,47 @@ class ExactSums(NamedTuple):
         # a sum below 2**53 in magnitude is a float64 exactly: one division rounds once
         small = (self.top >= -(1 << 21)) & (self.top < (1 << 21)) & (counts > 0)
         out[small] = self.as_int64()[small].astype(np.float64) / counts[small].astype(np.float64)
-        # larger ones in Python integers, whose true division is correctly rounded
-        for row in np.flatnonzero(~small & (counts > 0)):
+        large = ~small & (counts > 0)
+        inside = large & self.fits()
+        if inside.any():
+            out[inside] = rounded_quotients(self.as_int64()[inside], counts[inside])
+        # a sum outside int64 (rare: its own column would raise) in Python integers, whose true
+        # division is correctly rounded
+        for row in np.flatnonzero(large & ~inside):
             out[row] = self.exact(int(row)) / int(counts[row])
         return out
+
+
+def rounded_quotients(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``sums / counts`` correctly rounded to float64 (ties to even), for int64 sums of magnitude
+    at least 2**53 and counts from 1 to 2**31 - 1: dividing the sum's float64 would round twice.
+
+    A float64 holds 53 significant bits. With ``q = |sum| // count`` of bit length ``b``, the
+    answer is ``x * 2**(b - 53)`` for an integer ``x`` below 2**53 (or equal to it, rounded up):
+    ``x`` and the remainder that decides its rounding come from integer operations within 64 bits.
+    """
+    sums = np.asarray(sums, np.int64)
+    n = np.asarray(counts, np.int64).astype(np.uint64)
+    negative = sums < 0
+    # |sum| as uint64, -2**63 included
+    magnitude = np.where(negative, (-(sums + 1)).astype(np.uint64) + np.uint64(1), sums.astype(np.uint64))
+    q, r = magnitude // n, magnitude % n  # q >= 2**22
+    b = np.frexp(q.astype(np.float64))[1].astype(np.int64)
+    b -= ((q >> (b - 1).astype(np.uint64)) == 0).astype(np.int64)  # q's float64 rounded up to a power of 2
+    shift = b - 53
+    x, num, den = np.empty_like(q), np.empty_like(q), np.empty_like(q)
+    left = shift < 0  # q has fewer than 53 bits: the fraction r / n gives the rest (-shift <= 31)
+    s = (-shift[left]).astype(np.uint64)
+    scaled = r[left] << s
+    x[left], num[left], den[left] = (q[left] << s) + scaled // n[left], scaled % n[left], n[left]
+    t = shift[~left].astype(np.uint64)  # q has 53 bits or more (t <= 11): drop t of them
+    x[~left] = q[~left] >> t
+    num[~left] = (q[~left] & ((np.uint64(1) << t) - np.uint64(1))) * n[~left] + r[~left]
+    den[~left] = n[~left] << t
+    # x + num / den, num < den: round to nearest, ties to even
+    up = (np.uint64(2) * num > den) | ((np.uint64(2) * num == den) & ((x & np.uint64(1)) == 1))
+    answers = np.ldexp((x + up.astype(np.uint64)).astype(np.float64), shift)
+    return np.where(negative, -answers, answers)
 
 
 def pieces(values: np.ndarray) -> tuple:
