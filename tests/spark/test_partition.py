@@ -172,7 +172,8 @@ def test_result_types_follow_spark():
 def test_long_sums_are_exact_across_batches_and_one_past_int64_raises_naming_the_row():
     """Longs up to a twelfth of int64's range, at most 12 to a frame: every frame sum fits int64 while the
     running total passes it; cut into batches anywhere, each sum is the exact one and each
-    mean the correctly rounded quotient of it. One frame past int64 raises, naming column, key and time."""
+    mean the correctly rounded quotient of it. One frame past int64 raises, naming column, key and time
+    (declared a double, the sum is the rounded exact one instead)."""
     from fractions import Fraction
 
     rng = np.random.default_rng(5)
@@ -195,6 +196,11 @@ def test_long_sums_are_exact_across_batches_and_one_past_int64_raises_naming_the
     with pytest.raises(OverflowError, match=r"output column 's': the sum of the long column 'v' over the window "
                                             r"of the row with k='b', t=2 is 9223372036854775808, outside int64"):
         list(windows(iter(_batches(over, pa.int64(), [2]))))
+    # a sum declared a double is the correctly rounded exact sum, in range or not
+    as_double = Output("d", "v", winagg.aggregations.get("sum"), pa.float64())
+    out = pa.Table.from_batches(list(PartitionWindows(["k"], "t", Frame(rows=2), [as_double])(
+        iter(_batches(over, pa.int64(), [2])))))
+    assert out.column("d").to_pylist() == [2.0 ** 62, float(2 ** 62 - 1), float(2 ** 63 - 1), 2.0 ** 63]
 
 
 def test_means_of_large_long_sums_round_once_as_python_integer_division_does():
