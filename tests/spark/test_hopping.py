@@ -187,7 +187,7 @@ def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_a
     """The streaming pane path (PaneCombine then PaneWindows, state pickled between micro-batches):
     a window holds the rows that arrived before it was reported; a row arriving after all of its
     windows were reported is dropped and counted, one arriving later than some is counted in the others."""
-    from winagg.spark.hopping import PaneCombine, PaneWindows, pane_parts, pane_schema
+    from winagg.spark.panes import PaneCombine, PaneWindows, pane_parts, pane_schema
 
     names = ["max", "count", "sum", "mean", "min"]
     outputs = [Output(n, "v", aggregations.get(n), result_type(aggregations.get(n), pa.float64())) for n in names]
@@ -353,7 +353,7 @@ def test_a_window_that_would_end_past_int64_nanoseconds_is_refused_not_wrapped()
 def test_pane_states_written_before_the_nanosecond_layout_are_refused_by_name():
     """A bucket's panes pickled in an earlier layout (microsecond pane starts, or no format at all)
     are refused, not misread as nanoseconds."""
-    from winagg.spark.hopping import PaneWindows, pane_parts
+    from winagg.spark.panes import PaneWindows, pane_parts
 
     outputs = [Output("max", "v", aggregations.get("max"), pa.float64())]
     parts = pane_parts(outputs, {"v": pa.float64()})
@@ -414,7 +414,7 @@ def _long_outputs():
 
 def _pane_engine(events, key="a"):
     """The streaming panes of the long outputs, and a combiner that makes (key, minute, value) events panes."""
-    from winagg.spark.hopping import PaneCombine, PaneWindows, pane_parts, pane_schema
+    from winagg.spark.panes import PaneCombine, PaneWindows, pane_parts, pane_schema
 
     outputs = _long_outputs()
     parts = pane_parts(outputs, {"v": pa.int64()})

@@ -136,7 +136,8 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     """
     from ..range_batches import compact_kernel, compiled_batches
 
-    from .hopping import pane_combiners, tree_spec
+    from .hopping import tree_spec
+    from .panes import pane_combiners
 
     if panes:
         specs = pane_combiners(outputs)
@@ -405,7 +406,7 @@ def _hopping_processor_class():
 def _pane_processor_class():
     from pyspark.sql.streaming import StatefulProcessor
 
-    from .hopping import BUCKET_COLUMN, PaneWindows
+    from .panes import BUCKET_COLUMN, PaneWindows
 
     class PaneProcessor(StatefulProcessor):
         """transformWithStateInPandas processor: a :class:`PaneWindows` per bucket of keys.
@@ -509,7 +510,8 @@ def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts
     from pyspark.sql.types import StructField, StructType, TimestampNTZType
 
     from .batch import _arrow_type
-    from .hopping import BUCKET_COLUMN, WINDOW_COLUMNS, PaneCombine, pane_schema
+    from .hopping import WINDOW_COLUMNS
+    from .panes import BUCKET_COLUMN, PaneCombine, pane_schema
 
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
@@ -550,7 +552,7 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     clash = [o.name for o in outputs if o.name in taken]
     if clash:
         raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
-    from .hopping import pane_parts
+    from .panes import pane_parts
 
     parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
     compile_kernels(outputs, panes=parts is not None)
