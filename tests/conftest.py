@@ -14,6 +14,11 @@ _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Healt
                                                      HealthCheck.filter_too_much])
 settings.register_profile("default", max_examples=6, stateful_step_count=25, **_COMMON)
 settings.register_profile("deep", max_examples=60, stateful_step_count=50, **_COMMON)
+# "ci" is the default by name. The differential test (tests/test_paths.py, its Spark part) and
+# the exact combine checks (tests/aggregations/test_exact_combine.py) set their own example
+# counts from the profile's name (tests/exact_oracle.py: examples()): moderate under
+# default/ci, about an hour of exploration under `HYPOTHESIS_PROFILE=deep`.
+settings.register_profile("ci", parent=settings.get_profile("default"))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 #: Tests of a minute or more (clusters, Spark subprocesses, the shipped environment), by node
