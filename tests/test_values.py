@@ -166,3 +166,21 @@ def test_an_empty_or_all_missing_window_is_nan_in_make_as_in_rolling(name):
     assert np.isnan(agg.query())
     agg.insert(np.nan)
     assert np.isnan(agg.query()) and np.isnan(winagg.rolling(np.array([np.nan]), 1, name)[0])
+
+
+def test_a_missing_value_beside_integers_keeps_the_sum_an_exact_int():
+    agg = winagg.make("daba", "sum")
+    agg.insert(2**53 + 1)
+    agg.insert(None)
+    agg.insert(pd.NA)
+    assert agg.query() == 2**53 + 1 and isinstance(agg.query(), int)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_variance_of_finite_values_whose_means_lie_beyond_float64_is_inf(compiled):
+    agg = winagg.make("recalc", "var")
+    agg.insert(1e300)
+    agg.insert(-1.7976931348623157e308)
+    assert agg.query() == np.inf  # exactly about 1.6e616: beyond float64, not NaN
+    window = winagg.Window("var", rows=2, compiled=compiled)
+    assert window.push_batch(None, [1e300, -1.7976931348623157e308])[-1].value == np.inf

@@ -30,6 +30,7 @@ from .removals import Holes, ItemUpdates
 from .state import capacity, first, size
 from .state import end as end_of
 from .time_index import ArrivalTimes, TimeUnit, check_in_order, check_sorted
+from .values import item
 
 
 def _whole_count(count) -> int:
@@ -105,7 +106,7 @@ class Aggregator(ItemUpdates):
             youngest = self._times.youngest()
             if youngest is not None and t < youngest:
                 check_in_order([t], youngest, lambda i: "time", repr(self.algorithm.name))
-        partial = self.monoid.lift(value)
+        partial = self.monoid.lift(item(value))
         if self._keyed:
             self._insert_keyed([t], [partial])
         else:
@@ -136,7 +137,7 @@ class Aggregator(ItemUpdates):
             check_sorted(times, what)
         else:
             check_in_order(times, self._times.youngest(), what, repr(self.algorithm.name))
-        partials = [self.monoid.lift(v) for v in values]  # lift everything before changing state
+        partials = [self.monoid.lift(item(v)) for v in values]  # lift everything before changing state
         if not partials:
             return
         if self._keyed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .driver import Plan, compiled_driver, python_driver, run
-from .values import float_values, object_array
+from .values import float_values, item_array
 from .time_windows import WindowResult, plain
 
 
@@ -47,7 +47,7 @@ class CountWindows:
         n = len(values)
         if n == 0:
             return []
-        values = float_values(values) if self.spec is not None else object_array(values)
+        values = float_values(values) if self.spec is not None else item_array(values)
         step = np.arange(n, dtype=np.int64)
         evicts = (self.held + step >= self.rows).astype(np.int64)  # full before this event enters
         due = (self.since_result + step + 1) % self.slide == 0

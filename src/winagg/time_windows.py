@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .event_time import INT_HIGH, INT_LOW, EventTimes, as_time_type
-from .values import float_values, object_array
+from .values import float_values, item_array
 from .state import limit
 from .state import size as entries
 
@@ -84,7 +84,7 @@ class TimeWindows:
         """Late-event filter (vectorized: an event's watermark is the running maximum of the
         times before it, less the lateness), then one step."""
         dtype, n = self.times.dtype, stamps.shape[0]
-        values = float_values(values) if self.spec is not None else object_array(values)
+        values = float_values(values) if self.spec is not None else item_array(values)
         if n == 0:
             return self.step(self.watermark, stamps, values, as_frame)
         low = as_time_type(self.max_time, dtype)

@@ -91,6 +91,17 @@ def _from_sequence(values) -> np.ndarray:
     return array
 
 
+def item_array(items) -> np.ndarray:
+    """:func:`object_array` with pandas' missing markers (pd.NA, NaT) as None: the items a
+    Python-mode window lifts, whatever container they came in."""
+    return _missing_as_none(object_array(items))
+
+
+def item(x):
+    """One item as every window takes it: None for pandas' missing markers, else ``x``."""
+    return None if _is_missing_marker(x) else x
+
+
 def _missing_as_none(array: np.ndarray) -> np.ndarray:
     """An object array with pd.NA and NaT (pandas' missing markers) replaced by None."""
     if array.dtype != object:

@@ -243,3 +243,15 @@ def test_a_window_of_tz_aware_times_reopens_in_its_zone(new_store):
     assert reopened.query() == 10.0 and len(reopened) == 4
     assert reopened.oldest_time() == times[0] and str(reopened.youngest_time().tz) == "Europe/Berlin"
     reopened.close()
+
+
+def test_pandas_missing_markers_are_kept_as_none(new_store):
+    import pandas as pd
+
+    window = StoredWindow(new_store("markers"), "collect")
+    window.insert(pd.NA)
+    window.insert(1.5)
+    window.close()
+    reopened = StoredWindow(new_store("markers"), "collect")
+    assert reopened.query() == [None, 1.5]
+    reopened.close()

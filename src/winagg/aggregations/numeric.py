@@ -91,6 +91,8 @@ def _exact_sum_lift(x, row):
     are (float64 would round above 2**53); floats and missing values lift as compiled."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         return int(x)
+    if x != x:
+        return 0  # a missing value adds an int 0: beside ints it must not turn the sum into a float
     return _float_lift.py_func(x, row)
 
 
@@ -349,6 +351,10 @@ def _moments_combine(a, b):
     if n == 0.0:  # an inverse cancelled every item
         return (0.0, 0.0, 0.0)
     delta = b[1] - a[1]
+    if math.isinf(delta) and math.isfinite(a[1]) and math.isfinite(b[1]):
+        # finite means further apart than float64 reaches: weigh them apart, square half the distance
+        half = b[1] / 2.0 - a[1] / 2.0
+        return (n, a[1] * (a[0] / n) + b[1] * (b[0] / n), a[2] + b[2] + 4.0 * (half * (half * (a[0] * b[0] / n))))
     # delta * (delta * w), not delta * delta * w: the square alone passes float64's range
     # (|delta| > 1.3e154) in windows whose variance does not
     return (n, a[1] + delta * (b[0] / n), a[2] + b[2] + delta * (delta * (a[0] * b[0] / n)))
