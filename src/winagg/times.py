@@ -123,6 +123,27 @@ def duration_in_ticks(value, unit: str, count: int, what: str) -> Fraction:
     return _duration_fraction(value, what) * Fraction(den, num)
 
 
+def seconds_ns(value, what: str) -> int:
+    """A bare number of seconds (where a path documents one, as Spark does for a timestamp cast to
+    a number) as exact int nanoseconds. A float is the decimal it is written as (``0.1`` is
+    100,000,000 ns, as ``INTERVAL 0.1 SECONDS``), not its binary approximation.
+
+    TypeError for what is no number, InvalidTimeError for NaN, ValueError naming ``what`` for an
+    infinite number and one that is not a whole number of nanoseconds.
+    """
+    number = check_number(value, what)
+    if isinstance(number, float):
+        if math.isinf(number):
+            raise ValueError(f"{what} {value!r} is infinite; give a finite number of seconds")
+        seconds = Fraction(repr(number))  # the shortest decimal that reads back as this float
+    else:
+        seconds = Fraction(number)
+    nanos = seconds * 1_000_000_000
+    if nanos.denominator != 1:
+        raise ValueError(f"{what} {value!r} seconds is not a whole number of nanoseconds, the unit of datetime times")
+    return int(nanos)
+
+
 # ---------------------------------------------------------------- instants
 _NS_RANGE = "(1677-09-21 .. 2262-04-11)"
 
