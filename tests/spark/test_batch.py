@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from oracle import CONCAT
 
@@ -133,6 +135,35 @@ def test_bad_arguments_are_named(spark, kwargs, message):
     df = spark.createDataFrame([("a", 1, 1.0)], "k string, t long, v double")
     with pytest.raises(Exception, match=message):
         sliding(df, **kwargs)
+
+
+@pytest.mark.parametrize("value,column,want", [
+    (np.timedelta64(500, "ms"), "timestamp", 500_000_000),  # its length, not 500 seconds
+    (0.1, "timestamp", 100_000_000),  # a number of seconds, as written
+    (pd.offsets.Hour(2), "timestamp", 7_200_000_000_000),
+    (pd.Timedelta("2D"), "date", 2),
+])
+def test_a_range_is_read_by_the_front_door_in_the_columns_unit(value, column, want):
+    from pyspark.sql.types import DateType, TimestampType
+
+    from winagg.spark.batch import range_span
+
+    assert range_span(value, {"timestamp": TimestampType(), "date": DateType()}[column]) == want
+
+
+@pytest.mark.parametrize("value,column,message", [
+    ("1 month", "timestamp", "range '1 month' is not a fixed duration"),
+    (np.timedelta64(1500, "ps"), "timestamp", "range .* is not a whole number of nanoseconds"),
+    (1e-10, "timestamp", "range 1e-10 seconds is not a whole number of nanoseconds"),
+    ("36h", "date", "range '36h' is not a whole number of days"),
+])
+def test_a_range_the_front_door_refuses_raises_naming_it(value, column, message):
+    from pyspark.sql.types import DateType, TimestampType
+
+    from winagg.spark.batch import range_span
+
+    with pytest.raises(ValueError, match=message):
+        range_span(value, {"timestamp": TimestampType(), "date": DateType()}[column])
 
 
 USER_MODULE = """

@@ -337,6 +337,16 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
         run(chunks[2:], 3)
 
 
+def test_sizes_and_slides_are_read_by_the_front_door_never_truncated():
+    outputs = [Output("n", "v", aggregations.get("count"), pa.int64())]
+    windows = HoppingWindows(outputs, "10min", np.timedelta64(5, "m"))
+    assert (windows.size, windows.slide) == (10 * MINUTE, 5 * MINUTE)
+    with pytest.raises(ValueError, match="size '1 month' is not a fixed duration"):
+        HoppingWindows(outputs, "1 month", "1min")
+    with pytest.raises(ValueError, match="slide 1.5 is not a whole number of nanoseconds"):
+        HoppingWindows(outputs, 10, 1.5)
+
+
 def test_a_window_that_would_end_past_int64_nanoseconds_is_refused_not_wrapped():
     from winagg.errors import InvalidTimeError
 

@@ -139,7 +139,7 @@ def test_timestamps_run_as_nanoseconds_and_one_past_2262_is_refused_naming_its_c
     assert out.column("s").to_pylist() == [1, 3, 4, 12]
     stamps[-1] = dt.datetime(9999, 12, 31)
     late = table.set_column(1, "t", pa.array(stamps, pa.timestamp("us", "UTC")))
-    with pytest.raises(InvalidTimeError, match="column 't' holds a timestamp outside int64 nanoseconds"):
+    with pytest.raises(InvalidTimeError, match=r"column 't' = 9999-12-31.* outside int64 nanoseconds"):
         list(windows(iter(late.to_batches())))
 
 

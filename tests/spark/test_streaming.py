@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import random
@@ -102,6 +103,69 @@ def test_sliding_stream_refuses_a_non_timestamp_event_time(spark, tmp_path):
     source = spark.readStream.schema(SCHEMA_DDL).parquet(str(tmp_path / "in"))
     with pytest.raises(Exception, match="must be a timestamp"):
         sliding_stream(source, partition_by="origin", order_by="id", range=10, aggs={"m": ("max", "delay")})
+
+
+def test_a_stream_keeps_nullable_longs_exact_and_reads_event_times_in_any_session_time_zone(spark, tmp_path):
+    """Long keys and values with nulls, past 2**53, reach the stateful operator exactly (PySpark hands
+    such a column over as doubles), and zoned event times are instants in a session time zone west
+    of UTC (read as its wall-clock, the second file's events would be hours late): nothing dropped,
+    every row equal to brute force."""
+    big = 2 ** 60
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("v", pa.int64())])
+    events = [(i, [big + 1, big + 2, None][i % 3], i * 40, None if i % 5 == 0 else (big + i) * (-1) ** i)
+              for i in range(24)]
+    # the second file's last event moves the watermark past every other
+    chunks = [events[:12], events[12:] + [(-1, -1, 86_400, None)]]
+    paths = [tmp_path / "in" / f"part-{n}.parquet" for n in range(2)]
+    paths[0].parent.mkdir()
+    for path, chunk in zip(paths, chunks):
+        columns = list(zip(*chunk))
+        pq.write_table(pa.table([columns[0], columns[1], [BASE + pd.Timedelta(seconds=s) for s in columns[2]],
+                                 columns[3]], schema=schema), path)
+    stamp_in_order(paths)
+    # west of UTC; one stateful task a micro-batch (a quicker test)
+    settings = {"spark.sql.session.timeZone": "America/New_York", "spark.sql.shuffle.partitions": "1"}
+    before = {name: spark.conf.get(name) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        source = spark.readStream.schema("id long, k long, ts timestamp, v long").option("maxFilesPerTrigger", 1) \
+            .parquet(str(tmp_path / "in"))
+        stream, dropped = sliding_stream(source, partition_by="k", order_by="ts", range="5 minutes",
+                                         aggs={"s": ("sum", "v"), "n": ("count", "v")}, lateness="1 minute")
+        query = (stream.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        query.awaitTermination()
+        got = {row["id"]: row for row in spark.read.parquet(str(tmp_path / "out")).collect()}  # ints, not doubles
+    finally:
+        for name, value in before.items():
+            spark.conf.set(name, value)
+    assert dropped.value == 0
+    assert sorted(got) == [e[0] for e in events]
+    for i, key, second, value in events:
+        inside = [e[3] for e in events if e[1] == key and second - 300 <= e[2] <= second and e[3] is not None]
+        row = got[i]
+        assert (row["k"], row["v"]) == (key, value)
+        assert (row["s"], row["n"]) == (sum(inside) if inside else None, len(inside)), i
+
+
+def test_lateness_is_read_by_the_front_door_in_whole_milliseconds():
+    from winagg.spark.streaming import watermark_delay
+
+    assert watermark_delay(dt.timedelta(minutes=10)) == watermark_delay("10 minutes") == "600000 milliseconds"
+    assert watermark_delay(np.timedelta64(1500, "ms")) == "1500 milliseconds"
+    with pytest.raises(ValueError, match="lateness '1 month' is not a fixed duration"):
+        watermark_delay("1 month")  # Spark would count 31 days
+    with pytest.raises(ValueError, match="lateness '1500us' is not a whole number of milliseconds"):
+        watermark_delay("1500us")  # Spark would truncate it
+
+
+def test_a_long_column_that_reached_python_as_doubles_past_2_53_is_refused_not_rounded():
+    from winagg.spark.hopping import exact_longs
+
+    assert exact_longs(pd.Series([1.0, None, 2.0 ** 53 - 1]), "v").to_pylist() == [1, None, 2 ** 53 - 1]
+    with pytest.raises(OverflowError, match="'v' reached Python as float64 with the value 9007199254740992"):
+        exact_longs(pd.Series([1.0, None, 2.0 ** 53]), "v")
 
 
 def _committed(checkpoint: Path) -> int:

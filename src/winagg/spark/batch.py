@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import numbers
 import os
 import site
 import sys
 import sysconfig
+from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from .. import aggregations
 from ..errors import WinaggError
+from ..times import check_number, duration_in_ticks, duration_ns, is_duration, seconds_ns
 from .partition import Frame, Output, PartitionWindows, result_type
 
 
 class SparkInputError(WinaggError, ValueError):
     """A DataFrame, column or window that :func:`sliding` cannot work with."""
+
+
+NANOS_PER_DAY = 86_400 * 1_000_000_000
 
 
 def _names(columns: Union[str, Sequence[str], None]) -> list:
@@ -45,42 +49,45 @@ def _check_columns(df, names, role):
         raise SparkInputError(f"{role} column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
 
 
-def _span(value, order_type) -> Union[int, float]:
-    """The range in the order column's units: nanoseconds for timestamps (winagg's time unit; Spark
-    keeps microseconds), days for dates."""
+def range_span(value, order_type, what: str = "range") -> Union[int, float]:
+    """``value`` (the ``what`` argument) in the order column's units, exactly: int nanoseconds for
+    timestamps (winagg's time unit; Spark keeps microseconds), int days for dates, the column's own
+    numbers otherwise. Durations and numbers of seconds are read by :mod:`winagg.times`."""
     arrow = _arrow_type(order_type)
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str, dt.timedelta)):
-        raise SparkInputError(f"range must be a number or a duration, got {value!r}")
+    if isinstance(value, bool) or not (is_duration(value) or isinstance(value, numbers.Real)):
+        raise SparkInputError(f"{what} must be a number or a duration, got {value!r}")
     if pa.types.is_timestamp(arrow) or pa.types.is_date(arrow):
-        import pandas as pd
-
-        if isinstance(value, numbers.Real):  # seconds, as when the column is cast to long
-            nanos = round(float(value) * 1_000_000_000)
-        else:
-            try:
-                nanos = int(pd.Timedelta(value).value)
-            except ValueError as error:
-                raise SparkInputError(f"range {value!r} is not a duration ({error})") from None
-        if pa.types.is_timestamp(arrow):
-            span = nanos
-        else:
-            days, rest = divmod(nanos, 86_400_000_000_000)
-            if rest:
-                raise SparkInputError(f"range {value!r} is not a whole number of days, as a date column needs")
-            span = days
+        span = _time_span(value, pa.types.is_date(arrow), what)
     elif pa.types.is_integer(arrow):
-        if isinstance(value, str) or isinstance(value, dt.timedelta) or value != int(value):
-            raise SparkInputError(f"range on the integer column needs a whole number, got {value!r}")
+        if is_duration(value) or value != int(check_number(value, what)):
+            raise SparkInputError(f"{what} on the integer column needs a whole number, got {value!r}")
         span = int(value)
     elif pa.types.is_floating(arrow) or pa.types.is_decimal(arrow):
-        if isinstance(value, (str, dt.timedelta)):
-            raise SparkInputError(f"a duration range ({value!r}) needs a timestamp or date order column")
-        span = float(value)
+        if is_duration(value):
+            raise SparkInputError(f"a duration {what} ({value!r}) needs a timestamp or date order column")
+        span = float(check_number(value, what))
     else:
         raise SparkInputError(f"a range window needs a numeric, date or timestamp order column, got {order_type.simpleString()}")
     if span < 0:
-        raise SparkInputError(f"range must not be negative, got {value!r}")
+        raise SparkInputError(f"{what} must not be negative, got {value!r}")
     return span
+
+
+def _time_span(value, days: bool, what: str) -> int:
+    """A duration, or a bare number of seconds (as when the column is cast to a number), in
+    nanoseconds or, for a date column (``days``), whole days."""
+    if is_duration(value):
+        if not days:
+            return duration_ns(value, what)
+        length = duration_in_ticks(value, "D", 1, what)
+    else:
+        nanos = seconds_ns(value, what)
+        if not days:
+            return nanos
+        length = Fraction(nanos, NANOS_PER_DAY)
+    if length.denominator != 1:
+        raise SparkInputError(f"{what} {value!r} is not a whole number of days, as a date column needs")
+    return int(length)
 
 
 def _installed(module) -> bool:
@@ -175,9 +182,13 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         equal order values (peers) are all in each other's frames and get one
         result; rows with a null order value form one group of their own. The
         range is a number in the column's units, or for a timestamp (or date)
-        column a duration such as ``"1 hour"``, ``"1d"`` or a
-        ``datetime.timedelta``; a plain number on a timestamp column means
-        seconds. Needs exactly one ``order_by`` column.
+        column a duration such as ``"1 hour"``, ``"1d"``, a
+        ``datetime.timedelta``, ``pandas.Timedelta`` or ``numpy.timedelta64``
+        of any unit; a plain number on a timestamp column means seconds (as
+        written: ``0.1`` is 100 ms). Durations are read exactly by
+        :mod:`winagg.times`: a calendar length (months, years) or a fraction of
+        a nanosecond (of a day on a date column) raises, naming the argument.
+        Needs exactly one ``order_by`` column.
     aggs:
         ``{new_column: (aggregation, input_column)}``, with the aggregation a
         name (``"max"``, ``"stddev"``, ``"hll"``, ...), an aggregation object or
@@ -229,7 +240,7 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     else:
         if len(order) != 1:
             raise SparkInputError(f"a range frame needs exactly one order_by column, got {order}")
-        frame = Frame(span=_span(range, df.schema[order[0]].dataType))
+        frame = Frame(span=range_span(range, df.schema[order[0]].dataType))
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
@@ -254,7 +265,7 @@ def hopping_spans(df, order, frame: Frame, size, slide):
     if not isinstance(df.schema[order[0]].dataType, (TimestampType, TimestampNTZType)):
         raise SparkInputError(f"slide needs a timestamp order_by column, as Spark's window() does; "
                               f"{order[0]!r} is {df.schema[order[0]].dataType.simpleString()}")
-    slide_ns = _span(slide, df.schema[order[0]].dataType)
+    slide_ns = range_span(slide, df.schema[order[0]].dataType, "slide")
     if slide_ns <= 0:
         raise SparkInputError(f"slide must be a positive duration, got {slide!r}")
     if frame.span <= 0:

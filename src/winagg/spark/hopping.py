@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..registry import make, out_of_order
 from ..errors import InvalidTimeError
+from ..times import check_number, duration_ns, is_duration, timestamp
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import compiled_batches
 from .partition import ExactSums, Output, _key_values, _to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
@@ -151,32 +152,66 @@ class _PythonTree:
         return out
 
 
+def window_ns(value, what: str) -> int:
+    """A window's size or slide as positive int nanoseconds: a duration read by
+    :func:`winagg.times.duration_ns`, or a bare whole number of nanoseconds (what
+    :func:`winagg.spark.sliding` hands on). ValueError naming ``what`` for a calendar length, a
+    fraction of a nanosecond or a length that is not positive; nothing is truncated."""
+    if is_duration(value):
+        nanos = duration_ns(value, what)
+    else:
+        number = check_number(value, what)
+        if isinstance(number, float) and not number.is_integer():
+            raise ValueError(f"{what} {value!r} is not a whole number of nanoseconds")
+        nanos = int(number)
+    if nanos <= 0:
+        raise ValueError(f"{what} must be a positive duration, got {value!r}")
+    return nanos
+
+
 def check_window_ends(latest: int, size: int) -> None:
     """InvalidTimeError if a window holding time ``latest`` could end past int64 nanoseconds
     (a bound that would wrap around)."""
     if latest > _INT_HIGH - size:
-        raise InvalidTimeError(f"a window of {size} ns holding the time {pd.Timestamp(latest)} would end past "
-                               f"{pd.Timestamp.max}, the last time int64 nanoseconds hold")
+        raise InvalidTimeError(f"a window of {size} ns holding the time {timestamp(latest)} would end past "
+                               f"{timestamp(_INT_HIGH)}, the last time int64 nanoseconds hold")
+
+
+#: The magnitude from which a float64 may be a rounded long: below it every integer is exact.
+_FLOAT_EXACT = 2 ** 53
+
+
+def exact_longs(series: pd.Series, column: str) -> pa.Array:
+    """A long column's values (int64, nullable Int64 or objects) as an Arrow int64 array, exactly.
+
+    The streaming operators hand over long columns exactly (see
+    :mod:`winagg.spark.streaming`); should one arrive as float64 anyway (PySpark's conversion of
+    a long column with nulls, unless ``spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype``
+    is true), its values from 2**53 on may be rounded already: OverflowError naming the column,
+    never a rounded long.
+    """
+    if series.dtype.kind == "f":
+        values = series.to_numpy(np.float64, na_value=np.nan)
+        large = np.abs(values) >= _FLOAT_EXACT  # NaN compares False
+        if large.any():
+            value = float(values[np.flatnonzero(large)[0]])
+            raise OverflowError(f"the long column {column!r} reached Python as float64 with the value {value!r}, "
+                                f"which may be a rounded long (a double holds integers exactly below 2**53 only): "
+                                f"set spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype to true")
+    try:
+        return pa.array(series, type=pa.int64(), from_pandas=True)
+    except (pa.ArrowInvalid, OverflowError) as error:
+        raise OverflowError(f"the long column {column!r} holds a value that is no int64 ({error})") from None
 
 
 def _long_values(series: pd.Series, column: str) -> np.ndarray:
-    """A long column's values as int64, nulls as 0.
-
-    Spark hands a streaming processor a long column with nulls as float64, whose values past 2**53
-    are rounded already; one past int64 (2**63 - 1 rounds up to 2**63) is refused, not wrapped.
-    """
-    try:
-        values = pa.array(series, type=pa.int64(), from_pandas=True)
-    except (pa.ArrowInvalid, OverflowError) as error:
-        raise OverflowError(f"the long column {column!r} reached Python as {series.dtype} with a value outside "
-                            f"int64 ({error}): PySpark hands a long column with nulls over as doubles unless "
-                            f"spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype is true") from None
-    return pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    """A long column's values as int64, nulls as 0 (:func:`exact_longs`)."""
+    return pc.fill_null(exact_longs(series, column), 0).to_numpy(zero_copy_only=False)
 
 
 def window_text(key: str, start: int, size: int) -> str:
     """A window (bounds in nanoseconds) and its key, for an error message."""
-    return f"{key + ', ' if key else ''}window [{pd.Timestamp(int(start))}, {pd.Timestamp(int(start) + size)})"
+    return f"{key + ', ' if key else ''}window [{timestamp(int(start))}, {timestamp(int(start) + size)})"
 
 
 def key_text(names, values) -> str:
@@ -197,16 +232,16 @@ class HoppingWindows:
     """The hopping windows of one key: feed rows with :meth:`step`, get the windows that closed.
 
     ``outputs`` are the aggregations (``Output``), ``size`` and ``slide`` in
-    nanoseconds, ``keyed_columns`` the input columns whose items are reduced
-    to a stable key (strings counted by HyperLogLog, say), ``long_columns`` the
-    input columns of 64-bit integers, whose sums and means are exact
-    (:class:`_ExactSumTrees`).
+    nanoseconds or as durations (:func:`window_ns`), ``keyed_columns`` the
+    input columns whose items are reduced to a stable key (strings counted by
+    HyperLogLog, say), ``long_columns`` the input columns of 64-bit integers,
+    whose sums and means are exact (:class:`_ExactSumTrees`).
     """
 
     def __init__(self, outputs: Sequence[Output], size: int, slide: int, keyed_columns=frozenset(),
                  long_columns=frozenset()):
         self.format = TREES_FORMAT
-        self.outputs, self.size, self.slide = list(outputs), int(size), int(slide)
+        self.outputs, self.size, self.slide = list(outputs), window_ns(size, "size"), window_ns(slide, "slide")
         self.pane = math.gcd(self.size, self.slide)
         self.keyed_columns = set(keyed_columns)
         self.trees = [_ExactSumTrees(self.pane) if o.column in long_columns and exact_sum_input(o.monoid, pa.int64())
@@ -389,7 +424,8 @@ class HoppingPartition:
 
     def __init__(self, keys, order: str, size: int, slide: int, outputs, keyed_columns, time_type: pa.DataType,
                  long_columns=frozenset()):
-        self.keys, self.order, self.size, self.slide = list(keys), order, int(size), int(slide)
+        self.keys, self.order = list(keys), order
+        self.size, self.slide = window_ns(size, "size"), window_ns(slide, "slide")
         self.outputs, self.keyed_columns, self.time_type = list(outputs), set(keyed_columns), time_type
         self.long_columns = set(long_columns)
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import compiled_batches
-from .hopping import WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, window_text
+from .hopping import WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, window_ns, window_text
 from .partition import ExactSums, Output, _to_arrow, exact_answers, exact_sum_input
 
 
@@ -107,13 +107,20 @@ def _as_float(column) -> pa.ChunkedArray:
     return pc.if_else(pc.fill_null(pc.is_nan(values), False), pa.scalar(None, pa.float64()), values)
 
 
+def _pane_number(column, part: str):
+    """A pane's number as the stateful operator receives it: an int64 one (a long's halves) 0, not
+    null, when the pane's values are all null (they add nothing), so that PySpark hands it over as
+    int64, not as float64 (which rounds past 2**53)."""
+    return pc.fill_null(column, 0) if part in _INT_PARTS else column
+
+
 class PaneCombine:
     """``mapInArrow`` function before the stateful operator: a micro-batch's rows in, one row out per
     key and pane (``gcd(size, slide)`` of event time) with the pane's numbers, so the stateful
     operator receives panes instead of events. Rows without a time are dropped and counted."""
 
     def __init__(self, keys, time: str, pane: int, parts, schema: pa.Schema, dropped=None):
-        self.keys, self.time, self.pane, self.parts = list(keys), time, int(pane), list(parts)
+        self.keys, self.time, self.pane, self.parts = list(keys), time, window_ns(pane, "pane"), list(parts)
         self.schema, self.dropped = schema, dropped
 
     def __call__(self, batches):
@@ -145,7 +152,7 @@ class PaneCombine:
         grouped = pa.table(columns).group_by(self.keys + [PANE_COLUMN], use_threads=False) \
             .aggregate(wanted)
         out = [grouped.column(k) for k in self.keys + [PANE_COLUMN]] + [grouped.column("count_all")]
-        out += [grouped.column(f"{values[_source(column, part)]}_{_FIRST_COMBINE[part]}")
+        out += [_pane_number(grouped.column(f"{values[_source(column, part)]}_{_FIRST_COMBINE[part]}"), part)
                 for column, part, _ in self.parts]
         return pa.Table.from_arrays(out, schema=self.schema)
 
@@ -167,7 +174,7 @@ class PaneWindows:
     def __init__(self, outputs: Sequence[Output], size: int, slide: int, keys, parts, key_fields,
                  buckets: Optional[int] = None):
         self.format = PANES_FORMAT
-        self.size, self.slide = int(size), int(slide)
+        self.size, self.slide = window_ns(size, "size"), window_ns(slide, "slide")
         self.pane = math.gcd(self.size, self.slide)
         self.keys, self.parts = list(keys), list(parts)
         self.buckets = buckets  # how many buckets the stream hashes keys into (a checkpoint keeps it)

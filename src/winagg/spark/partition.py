@@ -36,10 +36,10 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..aggregations.sketches import stable_key
 from ..driver import compiled_driver, python_driver, run
-from ..errors import InvalidTimeError
 from ..frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from ..registry import info
 from ..rolling import choose_algorithm
+from ..times import datetimes_ns, time_array, timestamp
 
 
 def empty_is_null(monoid) -> bool:
@@ -87,15 +87,16 @@ def _key_values(column: pa.Array) -> np.ndarray:
 
 def order_values(column: pa.Array, name: str) -> np.ndarray:
     """The order column ``name`` as int64 (integers, dates in days, timestamps in nanoseconds since
-    the epoch, winagg's one time unit) or float64.
+    the epoch, winagg's one time unit) or float64; nulls as 0.
 
-    Spark's timestamps (microseconds, years 1 to 9999) outside int64 nanoseconds (1677-09-21 to
-    2262-04-11, pandas' range) raise InvalidTimeError naming the column.
+    Timestamps (any unit, with or without a zone) are read by :mod:`winagg.times`: one that int64
+    nanoseconds cannot hold (Spark's reach years 1 to 9999; nanoseconds 1677-09-21 to
+    2262-04-11, pandas' range) raises InvalidTimeError naming the column and the value.
     """
     kind = column.type
     if pa.types.is_timestamp(kind):
-        column = _timestamp_nanos(column, name)
-    elif pa.types.is_date(kind):
+        return timestamp_nanos(column, name)
+    if pa.types.is_date(kind):
         column = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
     elif pa.types.is_integer(kind):
         column = column.cast(pa.int64())
@@ -104,15 +105,15 @@ def order_values(column: pa.Array, name: str) -> np.ndarray:
     return pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
 
 
-def _timestamp_nanos(column: pa.Array, name: str) -> pa.Array:
-    """A timestamp column as int64 nanoseconds since the epoch (nulls stay null)."""
-    try:
-        return column.cast(pa.timestamp("ns", column.type.tz)).cast(pa.int64())
-    except pa.ArrowInvalid:  # a safe cast refuses what int64 nanoseconds cannot hold
-        import pandas as pd
-
-        raise InvalidTimeError(f"column {name!r} holds a timestamp outside int64 nanoseconds since the epoch "
-                               f"({pd.Timestamp.min} .. {pd.Timestamp.max}), winagg's time unit") from None
+def timestamp_nanos(column: pa.Array, name: str) -> np.ndarray:
+    """An Arrow timestamp column as int64 nanoseconds since the epoch (UTC-based, as Arrow keeps a
+    zoned column), nulls as 0, through :func:`winagg.times.time_array` and
+    :func:`~winagg.times.datetimes_ns`."""
+    if column.null_count:
+        column = pc.fill_null(column, pa.scalar(0, column.type))
+    what = f"a timestamp of column {name!r}"  # a row of a batch means nothing to the user: its value does
+    times, _ = time_array(column, what)
+    return datetimes_ns(times, what, one=True)
 
 
 def _plain_numbers(column: pa.Array) -> bool:
@@ -456,9 +457,7 @@ class PartitionRun:
         parts = [f"{name}={batch.column(name)[row].as_py()!r}" for name in spec.keys]
         order = batch.column(spec.order)[row].as_py()
         if spec.time_label is not None:
-            import pandas as pd
-
-            parts.append(f"{spec.time_label} {pd.Timestamp(order)}")
+            parts.append(f"{spec.time_label} {timestamp(order)}")
         elif spec.order not in spec.keys:
             parts.append(f"{spec.order}={order!r}")
         return "the row with " + ", ".join(parts)

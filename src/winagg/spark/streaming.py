@@ -14,6 +14,10 @@ of that time or older can still be accepted), so results are emitted then,
 from the micro-batch that moves the watermark or from an event-time timer.
 Events older than the watermark when they arrive are dropped and counted, as
 are events without a time: see :class:`DroppedEvents`.
+
+Rows reach the Python processors exactly whatever the session's settings
+(:class:`_Crossing`): a long column with nulls is not rounded through float64,
+and event times are instants in any session time zone.
 """
 
 from __future__ import annotations
@@ -21,14 +25,16 @@ from __future__ import annotations
 import math
 import pickle
 import zlib
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from .. import aggregations
-from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, _span
+from ..times import datetimes_ns, duration_ns, time_array, timestamps
+from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, range_span
+from .hopping import exact_longs
 from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan, exact_sum_input
 
 
@@ -85,13 +91,20 @@ class _KeyState:
         columns = [pa.array(final_times[order], pa.int64())]
         self.pending = self.pending[~final].reset_index(drop=True)
         self.pending_times = self.pending_times[~final]
-        columns += [pa.Array.from_pandas(done[f.name], type=f.type) for f in self.input_schema]
+        columns += [_input_column(done[f.name], f) for f in self.input_schema]
         batch = pa.RecordBatch.from_arrays(columns, names=[_TIME] + self.input_schema.names)
         for run in self.runs:
             answered = run.complete(batch)
             for output in run.spec.outputs:
                 done[output.name] = pd.Series(answered.column(output.name).to_pylist(), dtype=object)
         return done
+
+
+def _input_column(values: pd.Series, field: pa.Field) -> pa.Array:
+    """An input column of a key's events as the batch job reads it; a long one exactly or not at all."""
+    if pa.types.is_int64(field.type):
+        return exact_longs(values, field.name)
+    return pa.Array.from_pandas(values, type=field.type)
 
 
 def _event_windows(span: int, outputs) -> PartitionWindows:
@@ -154,14 +167,105 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
             compact_kernel(spec, time_type.__name__)(bufs, st, no_times)
 
 
-def _nanos(times: pd.Series) -> np.ndarray:
-    """Event times as int64 nanoseconds since the epoch (timestamps with or without a zone; without
-    one, the time is read as UTC, as the session's time zone is)."""
-    if isinstance(times.dtype, pd.DatetimeTZDtype):
-        times = times.dt.tz_convert("UTC").dt.tz_localize(None)
-    elif times.dtype.kind != "M":  # pd.to_datetime scans a datetime64 column's values first: skipped when typed
-        times = pd.to_datetime(times, utc=True).dt.tz_localize(None)
-    return times.to_numpy("datetime64[ns]").astype(np.int64)
+#: The event time as epoch microseconds, beside a zoned (TimestampType) event-time column.
+_MICROS = "__winagg_micros"
+
+
+def _null_flag(column: str) -> str:
+    """The column that says where the nulls of the long column ``column`` were (:class:`_Crossing`)."""
+    return f"__winagg_null_{column}"
+
+
+class _Crossing(NamedTuple):
+    """How rows cross into a stateful operator exactly, whatever the session's settings.
+
+    PySpark hands a processor pandas frames in which a long column holding a null is float64
+    (unless ``spark.sql.execution.pythonUDF.pandas.preferIntExtensionDtype`` is true), its
+    values past 2**53 rounded, grouping keys included, and a zoned timestamp column is
+    wall-clock time in the session's time zone (ambiguous where clocks go back). So each
+    nullable long column crosses as its values with nulls as 0 (int64 in pandas) beside a
+    boolean column of where its nulls were, and a zoned event time crosses as its epoch
+    microseconds too; the processor reads them back (:meth:`read`, :meth:`key`).
+    """
+
+    keys: Tuple[str, ...]
+    longs: Tuple[str, ...]  # the nullable long columns that cross
+    time: Optional[str]  # the event-time column (None: no event times cross)
+    micros: bool  # whether the event time crosses as microseconds too
+    columns: Tuple[str, ...] = ()  # the columns that cross, in order (set by encode)
+
+    @classmethod
+    def of(cls, df, keys, time: Optional[str], columns) -> "_Crossing":
+        """The crossing of ``columns`` of ``df``, grouped by ``keys``, with event times in ``time``."""
+        from pyspark.sql.types import LongType, TimestampType
+
+        longs = tuple(c for c in columns if isinstance(df.schema[c].dataType, LongType) and df.schema[c].nullable)
+        micros = time is not None and isinstance(df.schema[time].dataType, TimestampType)
+        return cls(tuple(keys), longs, time, micros)
+
+    def encode(self, df) -> tuple:
+        """``(df, crossing)``: ``df`` with the columns as they cross (its watermark set before), and
+        this crossing with their names (PySpark renames those that are no Python identifier, such as
+        ``__winagg_micros``, on the way: the processor names them back by position)."""
+        from pyspark.sql import functions as F
+
+        zero = F.lit(0).cast("long")
+        for column in self.longs:
+            df = df.withColumn(_null_flag(column), F.col(column).isNull()) \
+                .withColumn(column, F.coalesce(F.col(column), zero))
+        if self.micros:
+            df = df.withColumn(_MICROS, F.coalesce(F.unix_micros(F.col(self.time)), zero))
+        return df, self._replace(columns=tuple(df.columns))
+
+    def grouping(self) -> list:
+        """The columns to group by: the keys, then where the long keys are null."""
+        return list(self.keys) + [_null_flag(k) for k in self.keys if k in self.longs]
+
+    def key(self, key) -> tuple:
+        """A grouping key (:meth:`grouping`) as the key columns' values, a long key's null back."""
+        values = list(key[:len(self.keys)])
+        flags = iter(key[len(self.keys):])
+        for i, name in enumerate(self.keys):
+            if name in self.longs:
+                values[i] = None if next(flags) else int(values[i])
+        return tuple(values)
+
+    def restore(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame``'s long columns as they were (nullable Int64), without their null flags."""
+        for column in self.longs:
+            nulls = frame.pop(_null_flag(column)).to_numpy(np.bool_)
+            frame[column] = pd.arrays.IntegerArray(frame[column].to_numpy(np.int64), nulls)
+        return frame
+
+    def read(self, rows) -> Tuple[pd.DataFrame, np.ndarray, int]:
+        """``(events, times, untimed)``: the rows that have an event time, their columns as they
+        were, those times as int64 nanoseconds since the epoch (read by :mod:`winagg.times`), and
+        the count of rows without one."""
+        frame = pd.concat(list(rows), ignore_index=True)
+        frame.columns = list(self.columns)
+        timed = frame[self.time].notna().to_numpy()
+        untimed = int((~timed).sum())
+        if untimed:
+            frame = frame[timed].reset_index(drop=True)
+        what = f"an event time of column {self.time!r}"
+        if self.micros:
+            times = datetimes_ns(frame.pop(_MICROS).to_numpy(np.int64).view("datetime64[us]"), what, one=True)
+        else:  # a TimestampNTZ column: its wall-clock times, as Spark's watermark reads them
+            times = datetimes_ns(time_array(frame[self.time], what)[0], what, one=True)
+        return self.restore(frame), times, untimed
+
+
+def watermark_delay(lateness) -> str:
+    """``lateness`` (a duration, read by :func:`winagg.times.duration_ns`) as the delay
+    ``withWatermark`` takes. Spark's watermark counts milliseconds: a lateness that is no whole
+    number of them, or negative, raises naming ``lateness`` (Spark would truncate it)."""
+    nanos = duration_ns(lateness, "lateness")
+    if nanos < 0:
+        raise SparkInputError(f"lateness must not be negative, got {lateness!r}")
+    if nanos % NANOS_PER_MS:
+        raise SparkInputError(f"lateness {lateness!r} is not a whole number of milliseconds, the unit of "
+                              f"Spark's watermark")
+    return f"{nanos // NANOS_PER_MS} milliseconds"
 
 
 def _watermark(watermark_ms: int):
@@ -201,7 +305,7 @@ def _processor_class():
             try:
                 done = key_state.close(_watermark(watermark_ms))
             except OverflowError as error:  # a long sum outside int64: say which key
-                raise OverflowError(f"{error} (key {key_text(c['keys'], key)})") from None
+                raise OverflowError(f"{error} (key {key_text(c['keys'], c['crossing'].key(key))})") from None
             for timer in list(self.handle.listTimers()):
                 self.handle.deleteTimer(timer)
             oldest = key_state.oldest_pending()
@@ -219,14 +323,12 @@ def _processor_class():
             c = self.config
             key_state = self._load()
             watermark_ms = timerValues.getCurrentWatermarkInMs()
-            events = pd.concat(list(rows), ignore_index=True)
-            untimed = events[c["time"]].isna()
-            events = events[~untimed]
-            times = _nanos(events[c["time"]])
+            events, times, untimed = c["crossing"].read(rows)
             late = times < _watermark(watermark_ms)
-            key_state.dropped += int(untimed.sum() + late.sum())
-            if c["dropped"] is not None and (untimed.any() or late.any()):
-                c["dropped"].add(int(untimed.sum() + late.sum()))
+            dropped = untimed + int(late.sum())
+            key_state.dropped += dropped
+            if c["dropped"] is not None and dropped:
+                c["dropped"].add(dropped)
             # the new events are at or after the watermark: none is final yet, and none changes a result that is
             if not late.all():
                 key_state.add(events[~late].reset_index(drop=True), times[~late])
@@ -264,8 +366,10 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     ``partition_by``, ``range`` and ``aggs`` mean what they mean for
     :func:`winagg.spark.sliding` with a range frame (``range`` may also map each
     output column to its own range); ``order_by`` is the event-time
-    column (a timestamp) and ``lateness`` the watermark delay (a duration
-    string, as for ``withWatermark``). Each event is emitted once, with the
+    column (a timestamp) and ``lateness`` the watermark delay (a duration:
+    text such as ``"10 minutes"``, ``datetime.timedelta``, ``pandas.Timedelta``
+    or ``numpy.timedelta64``, read by :mod:`winagg.times`; a whole number of
+    milliseconds, the unit of Spark's watermark). Each event is emitted once, with the
     same columns as the batch result, after the watermark passes its time;
     on the same data, with no event dropped, the rows equal the batch job's.
 
@@ -298,28 +402,30 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
     outputs = _outputs(df, aggs)
+    delay = watermark_delay(lateness)
     if slide is not None:
-        return _hopping_stream(df, keys, order_by, range, slide, outputs, lateness)
+        return _hopping_stream(df, keys, order_by, range, slide, outputs, delay)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
     missing = [o.name for o in outputs if o.name not in ranges]
     if missing:
         raise SparkInputError(f"range gives no range for the output column {missing[0]!r}")
-    spans = [_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
+    spans = [range_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
     input_schema = pa.schema([pa.field(c, _arrow_input_type(df, c)) for c in dict.fromkeys(o.column for o in outputs)])
     warm_up_key_state(outputs, spans, input_schema)
     spark = df.sparkSession
     accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
-    config = {"outputs": outputs, "spans": spans, "time": order_by, "keys": keys, "columns": columns,
-              "input_schema": input_schema, "dropped": accumulator}
+    crossed, crossing = _Crossing.of(df, keys, order_by, df.columns).encode(_watermarked(df, order_by, delay))
+    config = {"outputs": outputs, "spans": spans, "keys": keys, "columns": columns,
+              "input_schema": input_schema, "dropped": accumulator, "crossing": crossing}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
-    stream = _watermarked(df, order_by, lateness).groupBy(*keys).transformWithStateInPandas(
-        processor, schema, "Append", "EventTime")
+    stream = crossed.groupBy(*crossing.grouping()).transformWithStateInPandas(processor, schema, "Append",
+                                                                              "EventTime")
     return stream, DroppedEvents(accumulator)
 
 
-def _watermarked(df, order_by: str, lateness):
+def _watermarked(df, order_by: str, delay: str):
     """``df`` with the watermark on ``order_by``, its rows still carrying a plain copy of that column.
 
     The stateful operator drops, uncounted, input rows whose event-time column is
@@ -329,7 +435,7 @@ def _watermarked(df, order_by: str, lateness):
     """
     from pyspark.sql import functions as F
 
-    return df.withWatermark(order_by, lateness).withColumn(order_by, F.col(order_by) + F.expr("INTERVAL 0 SECONDS"))
+    return df.withWatermark(order_by, delay).withColumn(order_by, F.col(order_by) + F.expr("INTERVAL 0 SECONDS"))
 
 
 def _arrow_input_type(df, column):
@@ -373,8 +479,7 @@ def _hopping_processor_class():
             if closed is not None and closed.num_rows:
                 frame = pd.DataFrame({name: [value] * closed.num_rows for name, value in zip(c["keys"], key)})
                 for name in WINDOW_COLUMNS:
-                    stamps = pd.to_datetime(closed.column(name).to_numpy(), unit="ns", utc=True)
-                    frame[name] = stamps.tz_localize(None) if c["ntz"] else stamps
+                    frame[name] = timestamps(closed.column(name).to_numpy(), None if c["ntz"] else "UTC")
                 for output in c["outputs"]:
                     frame[output.name] = pd.Series(closed.column(output.name).to_pylist(), dtype=object)
                 yield frame[c["columns"]]
@@ -383,19 +488,19 @@ def _hopping_processor_class():
             c = self.config
             windows = self._load()
             watermark_ms = timerValues.getCurrentWatermarkInMs()
-            events = pd.concat(list(rows), ignore_index=True)
-            untimed = events[c["time"]].isna()
-            events = events[~untimed]
-            times = _nanos(events[c["time"]])
+            events, times, untimed = c["crossing"].read(rows)
             # as Spark's window(): an event still counts in the windows not yet reported; it is
             # late (dropped, counted) when every window holding it has been reported
             late = times < windows.first_open()
-            if c["dropped"] is not None and (untimed.any() or late.any()):
-                c["dropped"].add(int(untimed.sum() + late.sum()))
-            yield from self._step(key, windows, events[~late].reset_index(drop=True), times[~late], watermark_ms)
+            dropped = untimed + int(late.sum())
+            if c["dropped"] is not None and dropped:
+                c["dropped"].add(dropped)
+            yield from self._step(c["crossing"].key(key), windows, events[~late].reset_index(drop=True), times[~late],
+                                  watermark_ms)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-            yield from self._step(key, self._load(), None, None, timerValues.getCurrentWatermarkInMs())
+            yield from self._step(self.config["crossing"].key(key), self._load(), None, None,
+                                  timerValues.getCurrentWatermarkInMs())
 
         def close(self) -> None:
             pass
@@ -461,10 +566,12 @@ def _pane_processor_class():
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             c = self.config
             frame = pd.concat(list(rows), ignore_index=True)
-            # by position (Spark renames some of them): the pane step's columns, then the bucket
-            frame.columns = c["pane_schema"].names + [BUCKET_COLUMN]
-            panes = pa.Table.from_pandas(frame.drop(columns=BUCKET_COLUMN), schema=c["pane_schema"],
-                                         preserve_index=False, nthreads=1)
+            # by position (Spark renames some of them): the pane step's columns, the long keys' null
+            # flags, then the bucket
+            crossing = c["crossing"]
+            frame.columns = list(crossing.columns) + [BUCKET_COLUMN]
+            frame = crossing.restore(frame.drop(columns=BUCKET_COLUMN))
+            panes = pa.Table.from_pandas(frame, schema=c["pane_schema"], preserve_index=False, nthreads=1)
             yield from self._step(self._load(), panes, timerValues.getCurrentWatermarkInMs())
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
@@ -485,8 +592,7 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
     for name in config["columns"]:
         column = closed.column(name)
         if name in WINDOW_COLUMNS:  # int64 nanoseconds, never null
-            stamps = pd.DatetimeIndex(column.to_numpy().astype("datetime64[ns]"))
-            frame[name] = stamps if config["ntz"] else stamps.tz_localize("UTC")
+            frame[name] = timestamps(column.to_numpy(), None if config["ntz"] else "UTC")
         elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
             frame[name] = column.to_numpy()
         else:
@@ -503,7 +609,7 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
 KEY_BUCKETS = 8
 
 
-def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts, time_type, buckets):
+def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets):
     """:func:`sliding_stream` with ``slide=`` and pane-combinable outputs: rows become panes before
     the stateful operator, which keeps every bucket's panes as arrays."""
     from pyspark.sql import functions as F
@@ -519,24 +625,27 @@ def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts
     pane = math.gcd(size_ns, slide_ns)
     combine = PaneCombine(keys, order_by, pane, parts, schema, accumulator)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
-              "key_fields": key_fields, "columns": columns, "dropped": accumulator,
-              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets)}
-    out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                            + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     from pyspark.sql.pandas.types import from_arrow_schema
 
     needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    pane_rows = df.select(*needed).withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
+    # grouped by bucket: the keys are values
+    crossed, crossing = _Crossing.of(pane_rows, (), None, keys).encode(pane_rows)
+    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
+              "key_fields": key_fields, "columns": columns, "dropped": accumulator,
+              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets),
+              "crossing": crossing}
+    out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
+                            + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     # The bucket is a function of the keys: added to the panes, not to every row that crosses into Python
     # (each column costs 40-100 ns a row there, 80-200 ms of a 2,000,000-row micro-batch).
-    panes = df.select(*needed).withWatermark(order_by, lateness).mapInArrow(combine, from_arrow_schema(schema)) \
-        .withColumn(BUCKET_COLUMN, F.pmod(F.xxhash64(*keys), F.lit(int(buckets))).cast("int"))
+    panes = crossed.withColumn(BUCKET_COLUMN, F.pmod(F.xxhash64(*keys), F.lit(int(buckets))).cast("int"))
     stream = panes.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
         _pane_processor_class()(config), out_schema, "Append", "EventTime")
     return stream, DroppedEvents(accumulator)
 
 
-def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
+def _hopping_stream(df, keys, order_by, size, slide, outputs, delay):
     """:func:`sliding_stream` with ``slide=``."""
     from pyspark.sql.types import StructField, StructType, TimestampNTZType
 
@@ -547,7 +656,7 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     if isinstance(size, Mapping):
         raise SparkInputError("with slide=, range is one window size for every output, not a mapping")
     time_type = df.schema[order_by].dataType
-    size_ns, slide_ns = hopping_spans(df, [order_by], Frame(span=_span(size, time_type)), size, slide)
+    size_ns, slide_ns = hopping_spans(df, [order_by], Frame(span=range_span(size, time_type)), size, slide)
     taken = set(keys) | set(WINDOW_COLUMNS)
     clash = [o.name for o in outputs if o.name in taken]
     if clash:
@@ -557,19 +666,21 @@ def _hopping_stream(df, keys, order_by, size, slide, outputs, lateness):
     parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
     compile_kernels(outputs, panes=parts is not None)
     if parts is not None:
-        return _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, lateness, parts, time_type,
+        return _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type,
                             KEY_BUCKETS)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
     longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
     accumulator = df.sparkSession.sparkContext.accumulator(0)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "time": order_by, "keys": keys,
-              "columns": columns, "keyed_columns": keyed, "long_columns": longs, "dropped": accumulator,
-              "ntz": isinstance(time_type, TimestampNTZType)}
+    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    crossed, crossing = _Crossing.of(df, keys, order_by, needed).encode(
+        _watermarked(df.select(*needed), order_by, delay))
+    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "columns": columns,
+              "keyed_columns": keyed, "long_columns": longs, "dropped": accumulator,
+              "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing}
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
-    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
     processor = _hopping_processor_class()(config)
-    stream = _watermarked(df.select(*needed), order_by, lateness).groupBy(*keys).transformWithStateInPandas(
-        processor, schema, "Append", "EventTime")
+    stream = crossed.groupBy(*crossing.grouping()).transformWithStateInPandas(processor, schema, "Append",
+                                                                              "EventTime")
     return stream, DroppedEvents(accumulator)
