@@ -1,5 +1,6 @@
 """The one per-item aggregator: what it does for each capability, checked against plain Python."""
 
+import math
 import random
 
 import numpy as np
@@ -45,7 +46,8 @@ def test_query_ranges_of_every_positional_range_algorithm(algorithm):
     for _ in range(3):
         agg.evict()
     live = values[3:]
-    assert agg.query_ranges([0, 1, 4, 100]) == [0.0, live[-1], sum(live[-4:]), sum(live)]
+    empty, *ranges = agg.query_ranges([0, 1, 4, 100])
+    assert math.isnan(empty) and ranges == [live[-1], sum(live[-4:]), sum(live)]  # no item: NaN
     with pytest.raises(ValueError, match="range sizes"):
         agg.query_ranges([-1])
 
@@ -75,4 +77,4 @@ def test_removed_items_with_updates_are_gone_from_len_times_and_ranges():
     assert len(agg) == 3 and agg.youngest_time() == 40 and agg.query() == 13.0
     assert agg.query(15, 35) == 4.0 and agg.query_ranges([2]) == [12.0]
     assert agg.evict_oldest(2) == 2 and agg.query() == 8.0 and agg.oldest_time() == 40
-    assert np.isclose(agg.partial(), 8.0)
+    assert np.isclose(agg.partial()[0], 8.0) and agg.partial()[1] == 1  # (sum, number of values)
