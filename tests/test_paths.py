@@ -460,19 +460,27 @@ def test_window_rows(case, agg, slide, compiled, data):
     window = winagg.Window(monoid_of(agg), rows=case.window, slide=slide, compiled=compiled)
     spans = X.count_windows(case.n, case.window, slide)
     wants = [X.aggregate(agg, case.oracle_values()[s:e], integer=case.integer) for s, e in spans]
-    try:
-        results = _push_all(window, None, case.items(), data)
-    except OverflowError:
-        assert any(X.expects_overflow(w) for w in wants), f"{what}: OverflowError, expected {wants!r}"
+    results = _pushed_or_refused(window, None, case, data, wants, what)
+    if results is None:
         return
-    except ValueError as error:
-        if refused_by_name(case, error):
-            return
-        raise
     assert [(r.start, r.end) for r in results] == spans, f"{what}: windows"
     for (s, e), r, want in zip(spans, results, wants):
         assert not X.must_overflow(want), f"{what}: window {s}..{e}: expected OverflowError, got {r.value!r}"
         _check_window_value(agg, case, range(s, e), r, what, want)
+
+
+def _pushed_or_refused(window, times, case, data, wants, what):
+    """The Window's results, or None where it raised as it must: OverflowError where a window's
+    exact sum leaves int64, ValueError naming what float64 would round."""
+    try:
+        return _push_all(window, times, case.items(), data)
+    except OverflowError:
+        assert any(X.expects_overflow(w) for w in wants), f"{what}: OverflowError, expected {wants!r}"
+        return None
+    except ValueError as error:
+        if refused_by_name(case, error):
+            return None
+        raise
 
 
 def _key_of(case, t):
@@ -517,15 +525,9 @@ def test_window_time(case, agg, slide, lateness, compiled, data):
                                   _key_span(case, late_ticks))
     wants = [X.aggregate(agg, [case.oracle_values()[j] for j in rows], integer=case.integer)
              for _, _, rows in spans]
-    try:
-        results = _push_all(window, case.items_times, case.items(), data)
-    except OverflowError:
-        assert any(X.expects_overflow(w) for w in wants), f"{what}: OverflowError, expected {wants!r}"
+    results = _pushed_or_refused(window, case.items_times, case, data, wants, what)
+    if results is None:
         return
-    except ValueError as error:
-        if refused_by_name(case, error):
-            return
-        raise
     got = [(_key_of(case, r.start), _key_of(case, r.end)) for r in results]
     assert got == [(s, e) for s, e, _ in spans], f"{what}: windows"
     assert window.late_events == late, f"{what}: late events"

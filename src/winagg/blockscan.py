@@ -103,8 +103,9 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     out = np.empty(n, np.float64)
     if key in MOMENT_KEYS:
         ddof, root = float(key[-1]), key.startswith("std")
-        _kernel("moments", width > 0)(x, starts, width, ddof, root, _scratch(9 if width > 0 else 12, widest), out)
-        extreme_moments(x, starts, width, ddof, root, out)
+        extreme = _kernel("moments", width > 0)(x, starts, width, ddof, root,
+                                                _scratch(9 if width > 0 else 12, widest), out)
+        extreme_moments(x, starts, width, ddof, root, out, extreme)
         return out
     saw_nan = _kernel(key, width > 0)(x, starts, width, _scratch(6, widest), out)
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
@@ -433,6 +434,7 @@ def _build_moments_kernel(rows):
             prev_s2[k] = 0.0
         prev_shift = 0.0
         c_prev = 0
+        extreme = 0  # answers that are NaN or infinite: extreme_moments looks at them again
         c = 0
         while c < n:
             e = min(c + width, n) if ROWS else segment_end(starts, n, c)
@@ -479,8 +481,10 @@ def _build_moments_kernel(rows):
             if ROWS:  # window c+k starts at c_prev + k + 1
                 for k in range(m):
                     a = k + one
-                    out[base + k] = _window_variance(prev_n[a], prev_s1[a], prev_s2[a], prev_shift,
-                                                     pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+                    v = _window_variance(prev_n[a], prev_s1[a], prev_s2[a], prev_shift,
+                                         pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+                    out[base + k] = v
+                    extreme += not (abs(v) < np.inf)
             else:
                 # the partials each window takes from the segment before, gathered first: the merge
                 # then runs over contiguous arrays and numba vectorises its divisions (a merge that
@@ -492,14 +496,17 @@ def _build_moments_kernel(rows):
                     got_s1[k] = prev_s1[a]
                     got_s2[k] = prev_s2[a]
                 for k in range(m):
-                    out[base + k] = _window_variance(got_n[k], got_s1[k], got_s2[k], prev_shift,
-                                                     pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+                    v = _window_variance(got_n[k], got_s1[k], got_s2[k], prev_shift,
+                                         pre_n[k], pre_s1[k], pre_s2[k], pre_shift, ddof, root)
+                    out[base + k] = v
+                    extreme += not (abs(v) < np.inf)
             prev_n, suf_n = suf_n, prev_n
             prev_s1, suf_s1 = suf_s1, prev_s1
             prev_s2, suf_s2 = suf_s2, prev_s2
             prev_shift = suf_shift
             c_prev = c
             c = e
+        return extreme
 
     return kernel
 
@@ -526,8 +533,7 @@ def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     return math.sqrt(m2 / dof) if root else m2 / dof
 
 
-@nb.njit(cache=True, error_model="numpy")
-def extreme_moments(x, starts, width, ddof, root, out):
+def extreme_moments(x, starts, width, ddof, root, out, rows=None) -> None:
     """Recompute the NaN and infinite variances (``root``: deviations) of windows that hold
     only finite values, and enough of them, in place.
 
@@ -538,23 +544,60 @@ def extreme_moments(x, starts, width, ddof, root, out):
     or with fewer than ddof + 1 values, stays NaN (pandas' answers). Row windows (``width``)
     or sorted time windows (``starts``).
     """
+    rows = _non_finite(out) if rows is None else rows  # how many answers are NaN or infinite
+    if rows:
+        # a few such rows (the first row of a sample variance) are checked by scanning their
+        # windows; many (every window around an infinity) by prefix counts of the whole input
+        _redo_extreme_moments(x, starts, width, ddof, root, out, rows, rows <= SCAN_ROWS)
+
+
+#: Non-finite answers up to which each one's window is scanned instead of counted by prefixes.
+SCAN_ROWS = 64
+
+
+@nb.njit(cache=True)
+def _non_finite(out):
+    rows = 0
+    for v in out:  # branch-free, so it vectorises
+        rows += not (abs(v) < np.inf)
+    return rows
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _redo_extreme_moments(x, starts, width, ddof, root, out, rows, scan):
     n = x.shape[0]
-    valid = np.zeros(n + 1, np.int64)  # prefix counts, built only when some answer needs them
-    infinite = np.zeros(n + 1, np.int64)
-    built = False
+    seen = 0
+    valid = np.zeros(0 if scan else n + 1, np.int64)  # prefix counts of values and of infinities
+    infinite = np.zeros(0 if scan else n + 1, np.int64)
+    if not scan:
+        for j in range(n):
+            valid[j + 1] = valid[j] + (x[j] == x[j])
+            infinite[j + 1] = infinite[j] + (abs(x[j]) == np.inf)
     for i in range(n):
+        if seen == rows:  # the last of them is behind: no pass over the rest
+            break
         if abs(out[i]) < np.inf:
             continue
-        if not built:
-            for j in range(n):
-                valid[j + 1] = valid[j] + (x[j] == x[j])
-                infinite[j + 1] = infinite[j] + (abs(x[j]) == np.inf)
-            built = True
+        seen += 1
         s = max(i - width + 1, 0) if width > 0 else starts[i]
-        count = valid[i + 1] - valid[s]
-        if infinite[i + 1] - infinite[s] > 0 or count - ddof <= 0:
+        if scan:
+            count, infinities = _window_counts(x, s, i + 1)
+        else:
+            count, infinities = valid[i + 1] - valid[s], infinite[i + 1] - infinite[s]
+        if infinities > 0 or count - ddof <= 0:
             continue
         out[i] = _scaled_moment(x, s, i + 1, count, ddof, root)
+
+
+@nb.njit(cache=True)
+def _window_counts(x, start, end):
+    """(values, infinities) among ``x[start:end]``."""
+    count = 0
+    infinities = 0
+    for j in range(start, end):
+        count += x[j] == x[j]
+        infinities += abs(x[j]) == np.inf
+    return count, infinities
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -90,8 +90,12 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     Returns
     -------
     A numpy array with one result per row, or a pandas Series with the input's
-    index when the input is a Series. Built-in numeric aggregations run in a
-    numba kernel; any other monoid runs the same algorithm in plain Python.
+    index when the input is a Series; for a :class:`winagg.Multi`, a DataFrame
+    with a column per member (each the member's own ``rolling``). Built-in
+    numeric aggregations run in a numba kernel; any other monoid runs the same
+    algorithm in plain Python. Values are read by :mod:`winagg.values` and
+    times by :mod:`winagg.times`: what they cannot take exactly is refused by
+    name (see the guide's page on semantics).
     """
     if type(values).__name__ == "DataFrame" and type(values).__module__.startswith("pandas"):
         return values.apply(lambda column: rolling(column, window, agg, times=times, algorithm=algorithm))
