@@ -80,28 +80,21 @@ class Sum(Aggregation):
         self._int = Compiled("sum_i", _int_lift, _add, _same, np.int64(0), scalar_layout(np.int64),
                              np.int64, _negate, exact_inverse=True, commutative=True)
         self._python_from(self._float, identity=0, commutative=True, inverse=True, name="sum",
-                          lift=_exact_sum_lift, lower=_exact_sum_lower)
+                          lift=_exact_sum_lift)
 
     def compiled_for(self, dtype):
         return self._float if float_input(dtype) else self._int
 
 
 def _exact_sum_lift(x, row):
-    """Python mode keeps integers as Python ints, so an int sum is exact as the int64 kernels'
-    are (float64 would round above 2**53); floats and missing values lift as compiled."""
+    """Python mode keeps integers as Python ints, so an int sum is exact (float64 would round
+    above 2**53), beyond int64 too, where the int64 kernels raise OverflowError; floats and
+    missing values lift as compiled."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         return int(x)
     if x != x:
         return 0  # a missing value adds an int 0: beside ints it must not turn the sum into a float
     return _float_lift.py_func(x, row)
-
-
-def _exact_sum_lower(total):
-    """The sum, or OverflowError where an integer sum leaves int64, as the kernels raise it."""
-    if isinstance(total, int) and not -2**63 <= total < 2**63:
-        raise OverflowError(f"the window's int64 sum overflows int64 (it is {total}); "
-                            f"insert floats to sum approximately")
-    return total
 
 
 # ---------------------------------------------------------------- mean
