@@ -338,7 +338,11 @@ def _sum_or_mean(agg, values, integer, history):
         signs = {v > 0 for v in values if math.isinf(v)}
         if len(signs) == 2:
             return Missing()
-        return Exact(math.inf if signs.pop() else -math.inf)
+        infinity = Exact(math.inf if signs.pop() else -math.inf)
+        finite = sum(abs(Fraction(v)) for v in values if not math.isinf(v))
+        if to_float(finite) is None:  # the finite terms may overflow to the other infinity first
+            return AnyOf(infinity, Missing())  # (numpy's sum answers NaN there)
+        return infinity
     exact = sum(Fraction(v) for v in values)
     scale = sum(abs(Fraction(v)) for v in values)
     if history:
@@ -454,3 +458,92 @@ def count_windows(n: int, rows: int, slide: int):
     if n and (not ends or ends[-1] != n):
         ends.append(n)
     return [(max(0, end - rows), end) for end in ends]
+
+
+# ---------------------------------------------------------------- Spark's hopping windows
+def hopping_starts(t, size, slide) -> List:
+    """The starts of the windows ``[k*slide, k*slide + size)`` (k any integer, aligned to time 0)
+    that hold the time ``t``, oldest first (none when ``t`` falls between windows, slide > size)."""
+    k = math.floor(Fraction(t) / Fraction(slide))
+    starts = []
+    while k * slide + size > t:
+        if k * slide <= t:
+            starts.append(k * slide)
+        k -= 1
+    return starts[::-1]
+
+
+def hopping_windows(times: Sequence, size, slide):
+    """One key's windows in Spark's ``groupBy(key, window(t, size, slide))``, which
+    ``winagg.spark.sliding(..., range=size, slide=slide)`` gives: ``[(start, end, rows)]`` sorted
+    by start, one per window ``[k*slide, k*slide + size)`` holding at least one row (rows in time
+    order, ties in arrival order); a row whose time is None is in no window.
+
+    The windows :func:`event_windows` gives with a slide and unbounded lateness, over the rows
+    that have a time.
+    """
+    timed = [j for j, t in enumerate(times) if t is not None]
+    results, _ = event_windows([times[j] for j in timed], [None] * len(timed), size, slide, math.inf)
+    return sorted(((start, end, [timed[i] for i in rows]) for start, end, rows in results), key=lambda w: w[0])
+
+
+def stream_hopping_windows(keys: Sequence, times: Sequence, batches: Sequence, size, slide, lateness):
+    """What ``winagg.spark.streaming.sliding_stream(..., range=size, slide=slide, lateness=)``
+    reports in append mode, as its docstring says (Spark's own ``window()`` in append mode), for
+    rows of key ``keys[j]`` and time ``times[j]`` arriving in micro-batch ``batches[j]`` (0, 1, ...),
+    followed by one micro-batch without data: ``({(key, start): (end, rows)}, dropped)``.
+
+    * The watermark of micro-batch n is the largest time of the rows of every earlier
+      micro-batch minus ``lateness`` (-inf before any row): one watermark for all keys.
+    * A window is reported (once) in the first micro-batch whose watermark reaches its end,
+      with the rows it holds then; the windows whose end the last watermark never reaches
+      are not reported.
+    * A row counts in those of its windows not reported before its micro-batch, even when it
+      is behind the watermark; a row that has windows but none of them still open, or has no
+      time, is dropped and counted in ``dropped``. A row between two windows (slide > size)
+      is in none, as in the batch job, and is not counted.
+
+    The watermark advances only from one micro-batch to the next: where Spark runs a
+    micro-batch without data between two with data is up to its scheduling, so a row of
+    micro-batch n that falls in a window ending between the watermarks of n - 1 and n
+    (:func:`stream_row_depends_on_scheduling`) may count in it or not.
+    """
+    marks = stream_watermarks(times, batches, lateness)
+    final = marks[-1]
+    held: dict = {}
+    dropped = 0
+    for j, (key, t, n) in enumerate(zip(keys, times, batches)):
+        if t is None:
+            dropped += 1
+            continue
+        reported = marks[n - 1] if n > 0 else -math.inf  # windows ending at or before it were reported
+        starts = hopping_starts(t, size, slide)
+        open_starts = [s for s in starts if s + size > reported]
+        if starts and not open_starts:
+            dropped += 1
+        for start in open_starts:
+            held.setdefault((key, start), []).append(j)
+    windows = {where: (where[1] + size, sorted(rows, key=lambda j: (times[j], j)))
+               for where, rows in held.items() if where[1] + size <= final}
+    return windows, dropped
+
+
+def stream_watermarks(times: Sequence, batches: Sequence, lateness) -> List:
+    """The watermark of each micro-batch 0 .. last + 1 (the one without data that follows the
+    last): the largest time of the earlier micro-batches' rows minus ``lateness``, or -inf."""
+    last = max(batches, default=-1)
+    marks, seen = [], None
+    for n in range(last + 2):
+        marks.append(-math.inf if seen is None else seen - lateness)
+        mine = [t for t, b in zip(times, batches) if b == n and t is not None]
+        if mine:
+            seen = max(mine) if seen is None else max(seen, max(mine))
+    return marks
+
+
+def stream_row_depends_on_scheduling(t, n: int, marks: Sequence, size, slide) -> bool:
+    """Whether a row of time ``t`` in micro-batch ``n`` lies in a window whose end is past the
+    watermark of micro-batch n - 1 but not past that of n (:func:`stream_hopping_windows`)."""
+    if t is None or n == 0:
+        return False
+    return any(marks[n - 1] < s + size <= marks[n] for s in hopping_starts(t, size, slide))

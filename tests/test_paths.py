@@ -364,8 +364,10 @@ def test_rolling_named_algorithm(case, agg, data):
     call = lambda: winagg.rolling(case.column(), case.window, monoid_of(agg), times=case.times,  # noqa: E731
                                   algorithm=algorithm)
     if not case.sorted and algorithm != "fiba":
-        with pytest.raises(winagg.OutOfOrderError):
+        with pytest.raises((winagg.OutOfOrderError, ValueError)) as raised:
             call()
+        # values are read before times: a refusal of the values may come first
+        assert raised.type is winagg.OutOfOrderError or refused_by_name(case, raised.value), raised.value
         return
     want = X.answers(agg, case.oracle_values(), case.windows(), integer=case.integer, soe=algorithm == "soe")
     run_whole(call, want, f"rolling({agg}, algorithm={algorithm!r})", case)
