@@ -503,10 +503,9 @@ def stream_hopping_windows(keys: Sequence, times: Sequence, batches: Sequence, s
       time, is dropped and counted in ``dropped``. A row between two windows (slide > size)
       is in none, as in the batch job, and is not counted.
 
-    The watermark advances only from one micro-batch to the next: where Spark runs a
-    micro-batch without data between two with data is up to its scheduling, so a row of
-    micro-batch n that falls in a window ending between the watermarks of n - 1 and n
-    (:func:`stream_row_depends_on_scheduling`) may count in it or not.
+    Spark runs a micro-batch without data only when no data is left (with files read one a
+    micro-batch and ``trigger(availableNow=True)``: after the last), so the watermark moves
+    between micro-batches that have data, never within one.
     """
     marks = stream_watermarks(times, batches, lateness)
     final = marks[-1]
@@ -540,10 +539,3 @@ def stream_watermarks(times: Sequence, batches: Sequence, lateness) -> List:
             seen = max(mine) if seen is None else max(seen, max(mine))
     return marks
 
-
-def stream_row_depends_on_scheduling(t, n: int, marks: Sequence, size, slide) -> bool:
-    """Whether a row of time ``t`` in micro-batch ``n`` lies in a window whose end is past the
-    watermark of micro-batch n - 1 but not past that of n (:func:`stream_hopping_windows`)."""
-    if t is None or n == 0:
-        return False
-    return any(marks[n - 1] < s + size <= marks[n] for s in hopping_starts(t, size, slide))
