@@ -300,8 +300,10 @@ def aggregate(agg: str, items: Sequence, *, integer: bool, history: Sequence = (
                       if not is_missing(v) and not math.isinf(as_number(v))]
     if agg in ("min", "max"):
         best = min(values) if agg == "min" else max(values)
-        if integer:  # pandas answers ints' min/max as float64: its rounding is accepted too
-            return AnyOf(Exact(best), Exact(float(best)))
+        if integer:  # pandas answers ints' min/max as float64: its rounding is accepted too,
+            # and in a long column (Spark) the nearest long where that rounding is 2**63
+            top = (Exact(INT64_MAX),) if float(best) == 2.0 ** 63 else ()
+            return AnyOf(Exact(best), Exact(float(best)), *top)
         return Exact(best)
     if agg in ("sum", "mean"):
         return _sum_or_mean(agg, values, integer, finite_history)

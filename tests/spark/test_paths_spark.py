@@ -98,12 +98,10 @@ def test_sliding_equals_the_oracle(spark, groups, rows, span):
 
 # ---------------------------------------------------------------- hopping windows (slide=)
 HOP_AGGS = ("sum", "mean", "min", "max", "count")
-#: A winagg bug this test found: on every Spark path (row, range and hopping frames, the streaming
-#: panes) the min or max of a long column whose float64 rounding is 2**63 (values from 2**63 - 512
-#: on) fails the job with pyarrow's ArrowInvalid instead of answering (see
-#: test_long_min_and_max_answer_at_int64s_ends). While True, a hopping case holding such a long
-#: leaves y_min and y_max out; the fix sets it to False (that test's xfail is strict).
-BUG_LONG_MIN_MAX_AT_INT64_END = True
+#: The min or max of a long column whose float64 rounding is 2**63 (values from 2**63 - 512 on)
+#: answers int64's largest long on every Spark path (test_long_min_and_max_answer_at_int64s_ends);
+#: set True to leave y_min and y_max out of the generated hopping cases holding such a long.
+BUG_LONG_MIN_MAX_AT_INT64_END = False
 #: int64 values whose window sums leave int64 (two of one sign in a window), beside the generated ones
 EXTREMES = st.sampled_from([X.INT64_MAX, X.INT64_MIN, X.INT64_MAX - 1, X.INT64_MIN + 1, 2 ** 62, -(2 ** 62)])
 #: The time unit of a hopping case, in microseconds (Spark's time unit), with its names as durations.
@@ -250,12 +248,10 @@ def test_hopping_windows_equal_the_oracle(spark, groups, null_key, unit, base, s
     _check_windows(_window_rows(out, ntz), want, unit, size, aggs)
 
 
-@pytest.mark.xfail(BUG_LONG_MIN_MAX_AT_INT64_END, strict=True,
-                   reason="winagg bug: a long min/max whose float64 rounding is 2**63 fails with ArrowInvalid")
 def test_long_min_and_max_answer_at_int64s_ends(spark):
     """A long column's min and max keep its type (the sliding docstring) and compute in float64
-    (docs/guide/semantics.md): the value or its float64 rounding, where a long holds that, so
-    2**63 - 1 answers itself. In row, range and hopping frames and in the streaming panes (fed
+    (docs/guide/semantics.md): the value or its float64 rounding, int64's largest long where that
+    rounding is 2**63. In row, range and hopping frames and in the streaming panes (fed
     directly, without a query); one value a key, so each answer is that value."""
     from winagg import aggregations
     from winagg.spark import sliding

@@ -564,6 +564,15 @@ def _python_values(column: pa.Array) -> np.ndarray:
     return values
 
 
+def _float_longs(out: np.ndarray) -> np.ndarray:
+    """float64 answers of a long column (min, max) as int64: a long within 512 of int64's top
+    rounds to 2**63 in float64, which is no long; its nearest long is int64's largest."""
+    top = out >= 2.0 ** 63
+    longs = np.where(top, 0.0, out).astype(np.int64)
+    longs[top] = np.iinfo(np.int64).max
+    return longs
+
+
 def _to_arrow(out, counts, output: Output, input_type) -> pa.Array:
     """The results as an Arrow column of the output's type, null where Spark gives null."""
     null_when_empty = empty_is_null(output.monoid)
@@ -573,6 +582,8 @@ def _to_arrow(out, counts, output: Output, input_type) -> pa.Array:
             mask = mask | np.isnan(out)
         if mask.any():
             out = np.where(mask, np.zeros(1, out.dtype), out)  # hide identities like +inf
+        if out.dtype.kind == "f" and pa.types.is_int64(output.arrow_type):
+            out = _float_longs(out)
         array = pa.array(out, mask=mask)
         return array if array.type == output.arrow_type else array.cast(output.arrow_type)
     results = [None if (null_when_empty and count == 0) or (isinstance(r, float) and math.isnan(r)) else r
