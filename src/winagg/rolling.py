@@ -220,7 +220,7 @@ def _compiled_rolling(algo, monoid, spec, numeric, window, timed):
     if monoid.nan_without_values and numeric.dtype.kind == "f":
         out = _nan_where_no_values(out, ~np.isnan(numeric), rows, timed)
     if spec.key in _INTEGER_SUMS and numeric.shape[0]:
-        longest = rows if timed is None else int(np.max(np.arange(1, numeric.shape[0] + 1) - _window_starts(timed)))
+        longest = rows if timed is None else int(np.max(np.arange(1, n + 1) - _row_starts(n, rows, timed)))
         _check_integer_sums(numeric, longest, lambda spec, values: _run_kernel(algo, spec, values, rows, timed))
     return out
 
@@ -240,7 +240,7 @@ def _answers_with_infinities(out, monoid, numeric, infinite, rows, timed):
     the aggregation answers its infinities alone (an infinite sum, mean or product swamps every
     finite value; a variance is NaN): :func:`_subtracted_infinities` kept them out of the loop."""
     ends = np.arange(1, numeric.shape[0] + 1)
-    starts = np.maximum(ends - rows, 0) if timed is None else _window_starts(timed)
+    starts = _row_starts(numeric.shape[0], rows, timed)
     counts = {}
     for sign in (1, -1):
         seen = np.concatenate(([0], np.cumsum(numeric == sign * np.inf)))
@@ -299,6 +299,11 @@ def _run_kernel(algo, spec, numeric, rows, timed):
     return run(driver, numeric, plan, driver.init(plan.room + 1))[0]
 
 
+def _row_starts(n, rows, timed):
+    """The first row of each of ``n`` rows' windows: ``rows`` rows back, or by time (sorted)."""
+    return np.maximum(np.arange(1, n + 1) - rows, 0) if timed is None else _window_starts(timed)
+
+
 def _window_starts(timed):
     """First row of each row's time window (times sorted): rows j with t[j] > t[i] - w."""
     t, w = timed
@@ -335,7 +340,7 @@ def _nan_where_no_values(out, valid, window, timed):
         return out
     seen = np.concatenate(([0], np.cumsum(valid)))  # seen[k]: valid values among rows 0..k-1
     ends = np.arange(1, valid.size + 1)
-    starts = np.maximum(ends - window, 0) if timed is None else _window_starts(timed)
+    starts = _row_starts(valid.size, window, timed)
     out = out.copy()
     out[seen[ends] - seen[starts] == 0] = np.nan
     return out

@@ -201,15 +201,10 @@ def float_values(values, what: str = "values") -> np.ndarray:
     """``values`` as float64 with NaN for every missing value (None, pd.NA, null), for the
     compiled Window paths that keep float64 state; non-numbers are refused by name."""
     array = to_array(values, what)
-    if array.dtype.kind == "f":
-        return array.astype(np.float64)
-    if array.dtype.kind in "iub":
-        _refuse_rounded_ints(array, what)
-        return array.astype(np.float64)
-    numeric = numeric_values(array, what)
+    numeric = array if array.dtype.kind in "iubf" else numeric_values(array, what)
     if numeric is None:
         raise TypeError(f"{what} must be numbers or missing values, but {describe_non_number(array)}")
-    if numeric.dtype.kind == "i":
+    if numeric.dtype.kind in "iu":
         _refuse_rounded_ints(numeric, what)
     return numeric.astype(np.float64)
 

@@ -61,14 +61,13 @@ class Aggregation(Monoid):
                      inverse: bool = False, name: Optional[str] = None, lift=None):
         """Python mode from the compiled functions' ``py_func``; ``lift(x, row)`` and ``lower``
         replace theirs where Python numbers do better (a Python int sum stays exact)."""
+        identity = spec.identity if identity is None else identity
+        lift_py, combine_py, lower_py = lift or spec.lift.py_func, spec.combine.py_func, lower or spec.lower.py_func
+        inverse_py = spec.inverse.py_func if (inverse and spec.inverse is not None) else None
         if self.nan_without_values:  # the same counted functions as compiled_counted's, in Python
-            identity = spec.identity if identity is None else identity
-            funcs = (lift or spec.lift.py_func, spec.combine.py_func, lower or spec.lower.py_func,
-                     spec.inverse.py_func if spec.inverse is not None else None)
-            lift_py, combine_py, lower, inverse_py = _counted_functions(*funcs, _plain)
-            spec = _PythonSpec(lift_py, combine_py, lower, inverse_py, (identity, 0))
-            identity = lift = None
-        lift_py = lift or spec.lift.py_func
+            lift_py, combine_py, lower_py, inverse_py = _counted_functions(lift_py, combine_py, lower_py,
+                                                                           inverse_py, _plain)
+            identity = (identity, 0)
         # None and pd.NA are a missing value, as NaN is (pandas and Spark read them as null); the
         # compiled lifts see NaN, so Python mode hands them NaN too and both agree.
         if self.positional:
@@ -78,17 +77,8 @@ class Aggregation(Monoid):
         else:
             def lift(item):
                 return lift_py(np.nan if is_missing(item) else item, 0)
-        inv = spec.inverse.py_func if (inverse and spec.inverse is not None) else None
-        Monoid.__init__(
-            self,
-            spec.identity if identity is None else identity,
-            spec.combine.py_func,
-            lift,
-            lower if lower is not None else spec.lower.py_func,
-            commutative=commutative,
-            inverse=inv,
-            name=name or type(self).__name__.lower(),
-        )
+        Monoid.__init__(self, identity, combine_py, lift, lower_py, commutative=commutative, inverse=inverse_py,
+                        name=name or type(self).__name__.lower())
 
     def compiled_counted(self, dtype) -> Optional[Compiled]:
         """:meth:`compiled_for`, lowered as every other path lowers: for an aggregation with
@@ -136,20 +126,6 @@ class Aggregation(Monoid):
 
 def _plain(function):
     return function
-
-
-@dataclass(frozen=True)
-class _PlainFunction:
-    py_func: Any
-
-
-class _PythonSpec:
-    """The Python-mode functions of a counted partial, shaped as a :class:`Compiled`'s."""
-
-    def __init__(self, lift, combine, lower, inverse, identity):
-        self.lift, self.combine, self.lower = _PlainFunction(lift), _PlainFunction(combine), _PlainFunction(lower)
-        self.inverse = None if inverse is None else _PlainFunction(inverse)
-        self.identity = identity
 
 
 def _counted_functions(lift, combine, lower, inverse, compile):
