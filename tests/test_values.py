@@ -191,3 +191,12 @@ def test_variance_of_finite_values_whose_means_lie_beyond_float64_is_inf(compile
     assert agg.query() == np.inf  # exactly about 1.6e616: beyond float64, not NaN
     window = winagg.Window("var", rows=2, compiled=compiled)
     assert window.push_batch(None, [1e300, -1.7976931348623157e308])[-1].value == np.inf
+
+
+def test_subtract_on_evict_keeps_an_integer_mean_exact_in_make():
+    agg = winagg.make("soe", "mean")
+    agg.insert(2**63 - 1)
+    agg.insert(1)
+    agg.evict()  # float64 partials would cancel to 0 here
+    agg.insert(0)
+    assert agg.query() == 0.5

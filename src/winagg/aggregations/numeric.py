@@ -135,10 +135,21 @@ class Mean(Aggregation):
         self._int = Compiled("mean_i", _mean_lift_int, _pair_add, _mean_lower, (np.int64(0), np.int64(0)),
                              tuple_layout(np.int64, np.int64), np.float64, _pair_negate,
                              exact_inverse=True, commutative=True)
-        self._python_from(self._float, identity=(0, 0), commutative=True, inverse=True, name="mean")
+        self._python_from(self._float, identity=(0, 0), commutative=True, inverse=True, name="mean",
+                          lift=_exact_mean_lift)
 
     def compiled_for(self, dtype):
         return self._float if float_input(dtype) else self._int
+
+
+def _exact_mean_lift(x, row):
+    """Python mode keeps integers as Python ints, as for sums: subtracting on eviction (soe) is
+    then exact, where float64 partials of large integers cancel to 0."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return (int(x), 1)
+    if x != x:
+        return (0, 0)
+    return _mean_lift.py_func(x, row)
 
 
 # ---------------------------------------------------------------- min, max
