@@ -239,6 +239,30 @@ def test_order_aggregations(name, a, b, c):
             assert _same(got, want) or (got is None and want is None), (got, want)
 
 
+# ---------------------------------------------------------------- order statistics
+@pytest.mark.parametrize("name", ["median", "quantile", "rank"])
+@SETTINGS
+@given(a=value_lists, b=value_lists, c=value_lists)
+def test_order_statistics_of_merged_sorted_partials(name, a, b, c):
+    monoid = A.get(name)
+    kept = sorted(x for x in a + b + c if not _missing(x))
+    for partial in parts(monoid, a, b, c)[1:]:
+        got = monoid.lower(partial)
+        newest = None if not a + b + c else (a + b + c)[-1]
+        if name == "rank":  # the rank of the newest value, average of ties
+            want = math.nan if _missing(newest) else (sum(x < newest for x in kept)
+                                                      + (sum(x == newest for x in kept) + 1) / 2)
+        elif not kept:
+            want = math.nan
+        elif name == "median" or math.isinf(kept[(len(kept) - 1) // 2]) or math.isinf(kept[len(kept) // 2]):
+            middle = (kept[(len(kept) - 1) // 2], kept[len(kept) // 2])
+            want = middle[0] if middle[0] == middle[1] else (middle[0] + middle[1]) / (2 if name == "median" else 1)
+        else:
+            low, high = kept[(len(kept) - 1) // 2], kept[len(kept) // 2]  # Quantile(): linear, q = 0.5
+            want = low if low == high else low + (high - low) * 0.5
+        assert _same(got, want) or math.isclose(got, want, rel_tol=1e-12), (got, want)
+
+
 # ---------------------------------------------------------------- sketches
 keys = st.one_of(st.integers(-(2 ** 63), 2 ** 64 - 1), st.integers(-5, 5), st.text(max_size=4),
                  st.sampled_from([2 ** 53 + 1, 2 ** 53, 1.5, -0.0, 0.0, 1e300, None, math.nan]))
@@ -271,7 +295,8 @@ def test_a_merged_sketch_is_the_sketch_of_the_union(name, a, b, c):
 
 def test_every_builtin_aggregation_is_covered():
     covered = set(ORACLE) | {"var_pop", "std_pop", "argmin", "argmax", "mincount", "maxcount", "geomean",
-                             "relvar", "first", "last", "collect", "m4", "bloom", "countmin", "hll"}
+                             "relvar", "first", "last", "collect", "m4", "bloom", "countmin", "hll", "median",
+                             "quantile", "rank"}
     names = {cls.aliases[0] for cls in A.BUILTINS}
     aliases = {"variance": "var", "stddev": "std", "variance_pop": "var_pop", "stddev_pop": "std_pop",
                "relative_variation": "relvar", "count_min": "countmin", "hyperloglog": "hll"}

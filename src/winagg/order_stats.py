@@ -1,0 +1,373 @@
+"""Exact rolling order statistics: median, quantiles and rank, with the whole loop compiled.
+
+A window's order statistics need its values in order, which no constant-size monoid
+keeps. Two compiled structures give them per row in logarithmic time:
+
+- **Windows that slide forward** (row windows, sorted times): the rows are taken in
+  chunks of at least the longest window; each chunk's segment (the chunk and the rows
+  its first window reaches back to) is sorted once, and a Fenwick tree over the
+  segment's sorted positions counts which values are in the window. Entering and
+  leaving rows add and remove one count; the k-th smallest is a binary descent,
+  "how many are below this value" a prefix sum: O(log w) per row. The tree of a
+  chunk holds about 2w counters, so it stays in cache where a tree over the whole
+  array's ranks (one cache miss per level) would not.
+- **Unsorted times** ("arrived so far": row i covers the rows j <= i whose time lies in
+  ``(t_i - window, t_i]``): the rows in time order form a wavelet matrix over their
+  value ranks; each level keeps a Fenwick tree of the rows that have arrived, so the
+  k-th smallest among the arrived rows of a time range (and the count below a value)
+  takes one descent through the levels: O(log^2 n) per row and O(n log n) memory.
+
+Missing values (NaN) are never counted, as pandas skips them; a window without a value
+answers NaN. The answers follow pandas' ``rolling(..., min_periods=1)`` formulas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from .aggregations.quantile import INTERPOLATIONS, RANK_METHODS, Quantile, Rank
+from .times import read_times
+from .values import float_values
+
+#: Interpolation codes the kernels take, in the order of ``INTERPOLATIONS``.
+_LINEAR, _LOWER, _HIGHER, _MIDPOINT, _NEAREST = range(5)
+#: Rank method codes, in the order of ``RANK_METHODS``.
+_AVERAGE, _MIN, _MAX = range(3)
+#: Rows per chunk at least: a shorter chunk would sort its segment too often.
+MIN_CHUNK = 1024
+
+
+def handles(monoid) -> bool:
+    """True when :func:`rolling` computes ``monoid`` (an exact quantile, median or rank)."""
+    return isinstance(monoid, (Quantile, Rank))
+
+
+def rolling(values, window, monoid, times=None) -> np.ndarray:
+    """Per-row exact quantile, median or rank of each row's window (see :func:`winagg.rolling`)."""
+    x = float_values(values, "values")
+    n = x.shape[0]
+    if times is None:
+        starts = np.maximum(np.arange(n, dtype=np.int64) - (int(window) - 1), 0)
+        return _sliding_answers(x, starts, monoid)
+    t, w, first_unsorted = read_times(times, window, n)
+    if first_unsorted < 0:
+        return _sliding_answers(x, np.searchsorted(t, t - w, side="right").astype(np.int64), monoid)
+    return _arrival_answers(x, t, w, monoid)
+
+
+def _codes(monoid):
+    """``(rank, a, b, c)``: the kernel's arguments for ``monoid`` (rank or quantile)."""
+    if isinstance(monoid, Rank):
+        return True, float(monoid.pct), RANK_METHODS.index(monoid.method), monoid.ascending
+    return False, float(monoid.q), INTERPOLATIONS.index(monoid.interpolation), True
+
+
+def _sliding_answers(x, starts, monoid):
+    is_rank, param, code, ascending = _codes(monoid)
+    out = np.empty(x.shape[0], np.float64)
+    if x.shape[0]:
+        _sliding(x if ascending else -x, starts, is_rank, param, code, out)
+    return out
+
+
+def _arrival_answers(x, t, w, monoid):
+    is_rank, param, code, ascending = _codes(monoid)
+    n = x.shape[0]
+    out = np.empty(n, np.float64)
+    if not n:
+        return out
+    keys = x if ascending else -x
+    by_time = np.argsort(t, kind="stable")
+    sorted_times = t[by_time]
+    lows = np.searchsorted(sorted_times, t - w, side="right").astype(np.int64)
+    _arrivals(keys, by_time, lows, is_rank, param, code, out)
+    return out
+
+
+# ------------------------------------------------------------------ shared formulas
+@nb.njit(cache=True, inline="always")
+def _position(count, q):
+    """pandas' quantile position among ``count`` sorted values: (index, fraction)."""
+    exact = q * (count - 1)
+    index = np.int64(exact)
+    return index, exact - index
+
+
+@nb.njit(cache=True, inline="always")
+def _interpolate(low, high, fraction, index, code):
+    """pandas' answer between the sorted values at ``index`` (low) and ``index + 1`` (high)."""
+    if fraction == 0.0 or code == _LOWER:
+        return low
+    if code == _LINEAR:
+        if low == high or math.isinf(low) or math.isinf(high):
+            return low + high if low != high else low  # an infinity wins over a finite neighbour
+        return low + (high - low) * fraction
+    if code == _HIGHER:
+        return high
+    if code == _MIDPOINT:
+        return (low + high) / 2.0
+    if fraction == 0.5:  # nearest: halves round to the even index, as round() does
+        return low if index % 2 == 0 else high
+    return low if fraction < 0.5 else high
+
+
+@nb.njit(cache=True, inline="always")
+def _rank_answer(below, equal, count, method, pct):
+    """pandas' rolling rank of a value with ``below`` smaller and ``equal`` equal values."""
+    if method == _MIN:
+        rank = below + 1.0
+    elif method == _MAX:
+        rank = np.float64(below + equal)
+    else:
+        rank = below + (equal + 1.0) / 2.0
+    return rank / count if pct else rank
+
+
+def quantile_of_sorted(ordered, q, interpolation) -> float:
+    """The quantile of a sorted sequence without NaN, by the kernels' formulas (Python mode)."""
+    count = len(ordered)
+    if count == 0:
+        return math.nan
+    index, fraction = _position.py_func(count, q)
+    high = ordered[index + 1] if fraction else ordered[index]
+    return float(_interpolate.py_func(ordered[index], high, fraction, index, INTERPOLATIONS.index(interpolation)))
+
+
+def rank_in_sorted(ordered, value, method, pct, ascending) -> float:
+    """The rank of ``value`` among the sorted ``ordered`` (which holds it), by the kernels' formula."""
+    import bisect
+
+    if value != value:
+        return math.nan
+    below = bisect.bisect_left(ordered, value)
+    equal = bisect.bisect_right(ordered, value) - below
+    if not ascending:
+        below = len(ordered) - below - equal
+    return float(_rank_answer.py_func(below, equal, len(ordered), RANK_METHODS.index(method), pct))
+
+
+# ------------------------------------------------------------------ Fenwick tree
+@nb.njit(cache=True, inline="always")
+def _add(tree, position, delta):
+    i = position + 1
+    while i < tree.shape[0]:
+        tree[i] += delta
+        i += i & -i
+
+
+@nb.njit(cache=True, inline="always")
+def _below(tree, position):
+    """How many counted positions lie before ``position``."""
+    total = 0
+    i = position
+    while i > 0:
+        total += tree[i]
+        i -= i & -i
+    return total
+
+
+@nb.njit(cache=True, inline="always")
+def _kth(tree, k, top):
+    """The position of the k-th (from 0) counted position; ``top``: the largest power of two <= size."""
+    position = 0
+    step = top
+    while step:
+        nxt = position + step
+        if nxt < tree.shape[0] and tree[nxt] <= k:
+            position = nxt
+            k -= tree[nxt]
+        step >>= 1
+    return position
+
+
+# ------------------------------------------------------------------ windows sliding forward
+@nb.njit(cache=True)
+def _sliding(keys, starts, is_rank, param, code, out):
+    n = keys.shape[0]
+    longest = 1
+    for i in range(n):
+        longest = max(longest, i + 1 - starts[i])
+    chunk = max(longest, MIN_CHUNK)
+    first = 0
+    while first < n:
+        end = min(n, first + chunk)
+        _sliding_chunk(keys, starts, first, end, is_rank, param, code, out)
+        first = end
+
+
+@nb.njit(cache=True)
+def _sliding_chunk(keys, starts, first, end, is_rank, param, code, out):
+    """Rows ``first..end-1``: their windows lie in ``keys[starts[first]:end]``, sorted once."""
+    base = starts[first]
+    segment = keys[base:end]
+    size = segment.shape[0]
+    order = np.argsort(segment)  # NaN last: never counted
+    ordered = segment[order]
+    slot = np.empty(size, np.int64)  # each segment row's place in sorted order
+    for p in range(size):
+        slot[order[p]] = p
+    tree = np.zeros(size + 1, np.int32)
+    top = 1
+    while top * 2 <= size:
+        top *= 2
+    count = 0
+    low, high = base, base  # rows low..high-1 are in the tree
+    for i in range(first, end):
+        while high <= i:
+            if keys[high] == keys[high]:
+                _add(tree, slot[high - base], 1)
+                count += 1
+            high += 1
+        while low < starts[i]:
+            if keys[low] == keys[low]:
+                _add(tree, slot[low - base], -1)
+                count -= 1
+            low += 1
+        if is_rank:
+            value = keys[i]
+            if value != value:
+                out[i] = np.nan
+                continue
+            # the run of equal values around row i's slot in sorted order
+            first_equal = slot[i - base]
+            while first_equal > 0 and ordered[first_equal - 1] == value:
+                first_equal -= 1
+            after_equal = slot[i - base] + 1
+            while after_equal < size and ordered[after_equal] == value:
+                after_equal += 1
+            below = _below(tree, first_equal)
+            out[i] = _rank_answer(below, _below(tree, after_equal) - below, count, code, param != 0.0)
+        elif count == 0:
+            out[i] = np.nan
+        else:
+            index, fraction = _position(count, param)
+            low_value = ordered[_kth(tree, index, top)]
+            high_value = ordered[_kth(tree, index + 1, top)] if fraction != 0.0 else low_value
+            out[i] = _interpolate(low_value, high_value, fraction, index, code)
+
+
+# ------------------------------------------------------------------ rows in any time order
+@nb.njit(cache=True)
+def _arrivals(keys, by_time, lows, is_rank, param, code, out):
+    n = keys.shape[0]
+    order = np.argsort(keys)  # value ranks; NaN last, never arriving
+    ordered = keys[order]
+    value_rank = np.empty(n, np.int64)
+    for r in range(n):
+        value_rank[order[r]] = r
+    place = np.empty(n, np.int64)  # each row's position in time order
+    sequence = np.empty(n, np.int64)  # the value ranks in time order
+    for p in range(n):
+        place[by_time[p]] = p
+        sequence[p] = value_rank[by_time[p]]
+    levels = 1
+    while (1 << levels) < n:
+        levels += 1
+    zeros_before, zeros = _wavelet_matrix(sequence, levels)
+    arrived_zeros = np.zeros((levels, n + 1), np.int32)
+    arrived = np.zeros(n + 1, np.int32)
+    top = 1
+    while top * 2 <= n:
+        top *= 2
+    for i in range(n):
+        if keys[i] == keys[i]:
+            _arrive(arrived, arrived_zeros, zeros_before, zeros, place[i], value_rank[i], levels)
+        lo, hi = lows[i], place[i] + 1
+        count = _below(arrived, hi) - _below(arrived, lo)
+        if is_rank:
+            value = keys[i]
+            if value != value:
+                out[i] = np.nan
+                continue
+            first_equal = value_rank[i]
+            while first_equal > 0 and ordered[first_equal - 1] == value:
+                first_equal -= 1
+            after_equal = value_rank[i] + 1
+            while after_equal < n and ordered[after_equal] == value:
+                after_equal += 1
+            below = _ranked_below(arrived_zeros, zeros_before, zeros, lo, hi, first_equal, levels)
+            not_above = count if after_equal >= n else _ranked_below(arrived_zeros, zeros_before, zeros, lo, hi,
+                                                                     after_equal, levels)
+            out[i] = _rank_answer(below, not_above - below, count, code, param != 0.0)
+        elif count == 0:
+            out[i] = np.nan
+        else:
+            index, fraction = _position(count, param)
+            low_value = ordered[_ranked_kth(arrived_zeros, zeros_before, zeros, lo, hi, index, levels)]
+            high_value = low_value
+            if fraction != 0.0:
+                high_value = ordered[_ranked_kth(arrived_zeros, zeros_before, zeros, lo, hi, index + 1, levels)]
+            out[i] = _interpolate(low_value, high_value, fraction, index, code)
+
+
+@nb.njit(cache=True)
+def _wavelet_matrix(sequence, levels):
+    """Per level (highest bit first): how many zero bits precede each position, and the zeros in all."""
+    n = sequence.shape[0]
+    zeros_before = np.zeros((levels, n + 1), np.int32)
+    zeros = np.zeros(levels, np.int64)
+    current = sequence.copy()
+    following = np.empty_like(current)
+    for level in range(levels):
+        bit = levels - 1 - level
+        for p in range(n):
+            zeros_before[level, p + 1] = zeros_before[level, p] + (1 - ((current[p] >> bit) & 1))
+        zeros[level] = zeros_before[level, n]
+        z, o = 0, zeros[level]
+        for p in range(n):  # stable: the zero bits first, then the ones
+            if (current[p] >> bit) & 1:
+                following[o] = current[p]
+                o += 1
+            else:
+                following[z] = current[p]
+                z += 1
+        current, following = following, current
+    return zeros_before, zeros
+
+
+@nb.njit(cache=True, inline="always")
+def _descend(zeros_before, zeros, level, position, right):
+    if right:
+        return zeros[level] + position - zeros_before[level, position]
+    return zeros_before[level, position]
+
+
+@nb.njit(cache=True)
+def _arrive(arrived, arrived_zeros, zeros_before, zeros, position, rank, levels):
+    _add(arrived, position, 1)
+    for level in range(levels):
+        right = (rank >> (levels - 1 - level)) & 1
+        if not right:
+            _add(arrived_zeros[level], position, 1)
+        position = _descend(zeros_before, zeros, level, position, right)
+
+
+@nb.njit(cache=True)
+def _ranked_kth(arrived_zeros, zeros_before, zeros, lo, hi, k, levels):
+    """The value rank of the k-th smallest (from 0) arrived row among time positions lo..hi-1."""
+    rank = 0
+    for level in range(levels):
+        left = _below(arrived_zeros[level], hi) - _below(arrived_zeros[level], lo)
+        right = k >= left
+        if right:
+            k -= left
+            rank |= 1 << (levels - 1 - level)
+        lo = _descend(zeros_before, zeros, level, lo, right)
+        hi = _descend(zeros_before, zeros, level, hi, right)
+    return rank
+
+
+@nb.njit(cache=True)
+def _ranked_below(arrived_zeros, zeros_before, zeros, lo, hi, rank, levels):
+    """How many arrived rows among time positions lo..hi-1 have a value rank below ``rank`` (< 2**levels)."""
+    total = 0
+    for level in range(levels):
+        right = (rank >> (levels - 1 - level)) & 1
+        if right:
+            total += _below(arrived_zeros[level], hi) - _below(arrived_zeros[level], lo)
+        lo = _descend(zeros_before, zeros, level, lo, right)
+        hi = _descend(zeros_before, zeros, level, hi, right)
+    return total
