@@ -21,9 +21,10 @@ from winagg.spark import SparkInputError, sliding
 NATIVE = {"sum": "sum", "min": "min", "max": "max", "mean": "avg", "count": "count", "stddev": "stddev"}
 
 
-@pytest.fixture(scope="module")
-def data(spark):
-    """Three keys and a null key, order values with ties and nulls, values with nulls, in random order."""
+@pytest.fixture
+def data(kind_spark):
+    """Three keys and a null key, order values with ties and nulls, values with nulls, in random order,
+    on a classic and on a Spark Connect session."""
     rng = random.Random(7)
     rows = []
     for i in range(3000):
@@ -32,7 +33,7 @@ def data(spark):
         value = None if rng.random() < 0.1 else round(rng.uniform(-50, 300), 2)
         rows.append((i, key, time, value))
     rng.shuffle(rows)
-    return spark.createDataFrame(rows, "id long, origin string, t long, delay double")
+    return kind_spark.createDataFrame(rows, "id long, origin string, t long, delay double")
 
 
 def _assert_same_columns(joined, pairs):

@@ -121,9 +121,10 @@ def _assert_equal_to_native(got: pd.DataFrame, want: pd.DataFrame):
 
 
 @pytest.mark.parametrize("size, slide", [("10 minutes", "4 minutes"), ("15 minutes", "15 minutes")])
-def test_batch_hopping_windows_equal_spark_window(spark, size, slide):
-    """Nulls, ties, a null key, a null time, two hours without rows, a slide that does not divide the size."""
-    df = _frame(spark, _events(1500, seed=9))
+def test_batch_hopping_windows_equal_spark_window(kind_spark, size, slide):
+    """Nulls, ties, a null key, a null time, two hours without rows, a slide that does not divide the size;
+    on a classic and on a Spark Connect session."""
+    df = _frame(kind_spark, _events(1500, seed=9))
     aggs = {name: (name, "delay") for name in NATIVE}
     mine = sliding(df, partition_by="origin", order_by="ts", range=size, slide=slide, aggs=aggs)
     assert mine.columns == ["origin", "window_start", "window_end", *NATIVE]
@@ -309,7 +310,7 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
     checkpoint written with one count and resumed with another fails instead of mixing keys."""
     from pyspark.errors import StreamingQueryException
 
-    from winagg.spark import streaming
+    from winagg.spark import hopping_stream, streaming
 
     events = [e for e in _events(200, seed=31) if e[2] is not None]
     events.sort(key=lambda e: e[2])
@@ -322,7 +323,7 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
         nonlocal paths
         paths += _write_files(folder, part, len(paths))
         stamp_in_order(paths)
-        monkeypatch.setattr(streaming, "KEY_BUCKETS", buckets)
+        monkeypatch.setattr(hopping_stream, "KEY_BUCKETS", buckets)
         stream, _ = streaming.sliding_stream(
             spark.readStream.schema("id long, origin string, ts timestamp, delay double")
             .option("maxFilesPerTrigger", 1).parquet(str(folder)),
