@@ -86,7 +86,8 @@ def _pipeline(args) -> int:
         windows[label] = span
     config = PipelineConfig(input=args.input, output=args.output, time=args.time, value=args.value,
                             distinct=None if args.distinct in ("", "none") else args.distinct,
-                            groupings=args.by, windows=windows, master=args.master, stream=args.stream,
+                            groupings=args.by, windows=windows, master=args.master, remote=args.remote,
+                            stream=args.stream,
                             lateness=args.lateness, progress=not args.no_progress, env_archive=args.env_archive,
                             **_given(replay_files=args.replay_files, files_per_batch=args.files_per_batch))
     try:
@@ -184,7 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="key columns, one grouping each (default: origin carrier)")
     pipe.add_argument("--windows", nargs="+", default=["1h=1 hour", "1d=1 day"], metavar="LABEL=DURATION",
                       help="window lengths with their column suffixes (default: 1h='1 hour' 1d='1 day')")
-    pipe.add_argument("--master", metavar="URL", help="Spark master (default: local[*])")
+    spark_at = pipe.add_mutually_exclusive_group()
+    spark_at.add_argument("--master", metavar="URL", help="Spark master (default: local[*])")
+    spark_at.add_argument("--remote", metavar="sc://HOST:PORT",
+                          help="run on this Spark Connect server instead; it reads --input and writes --output "
+                               "at the same paths, and its workers need winagg's Python (see the Spark guide)")
     pipe.add_argument("--stream", action="store_true",
                       help="run as Structured Streaming over the input replayed as files in arrival order")
     pipe.add_argument("--lateness", default="1 day", metavar="DURATION",

