@@ -71,6 +71,21 @@ def test_float_windows_match_brute_force(key):
         assert got.dtype == np.int64
 
 
+@pytest.mark.parametrize("key", FLOAT_KEYS)
+def test_given_starts_and_pieces_on_threads(key, monkeypatch):
+    # windows cut at "key" boundaries (rows 0, 30, 31, 90): starts jump forward there
+    firsts = np.repeat([0, 30, 31, 90], [30, 1, 59, len(VALUES) - 90])
+    starts = np.maximum(firsts, np.arange(len(VALUES)) - 6)
+    want = np.array([reduce_valid(VALUES[starts[i]:i + 1], key) for i in range(len(VALUES))])
+    assert same(blockscan.rolling(VALUES, None, key, starts=starts), want)
+    monkeypatch.setattr(blockscan, "ROWS_PER_THREAD", 8)  # pieces of a few segments each
+    for threads in (2, 5):
+        for args, kwargs in (((VALUES, 5, key), {}), ((VALUES, None, key), dict(times=TIMES, span=5)),
+                             ((VALUES, None, key), dict(starts=starts))):
+            serial = blockscan.rolling(*args, **kwargs)
+            assert np.array_equal(blockscan.rolling(*args, **kwargs, threads=threads), serial, equal_nan=True)
+
+
 PANDAS = {"sum_f": "sum", "mean_f": "mean", "max": "max", "min": "min", "count": "count", "var1": "var", "std1": "std"}
 
 

@@ -65,15 +65,23 @@ KEYS = ("sum_f", "sum_i", "mean_f", "mean_i", "max", "min", "count") + MOMENT_KE
 
 # ---------------------------------------------------------------- public entry point
 def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional[np.ndarray] = None,
-            span=None) -> Optional[np.ndarray]:
+            span=None, *, starts: Optional[np.ndarray] = None, threads: int = 1) -> Optional[np.ndarray]:
     """The aggregate ``key`` of every window, or None when this module does not handle the call.
 
     ``values`` is a 1-D int64 or float64 array; ``key`` a compiled aggregation
     key (:data:`KEYS`). Without ``times``, ``window`` (>= 1) is a row count;
     with ``times`` (sorted int64 or float64, same length) ``span`` is the
-    window's duration in the times' unit and ``window`` is ignored. None is
-    returned for other keys or dtypes and for unsorted times, so that the
-    caller can run its per-item kernels instead.
+    window's duration in the times' unit and ``window`` is ignored. ``starts``
+    instead of both gives each row's first row directly (non-decreasing, each
+    ``starts[i] <= i``): :mod:`winagg.keyed` passes windows that never reach
+    back past their key's first row. None is returned for other keys or dtypes
+    and for unsorted times, so that the caller can run its per-item kernels instead.
+
+    ``threads`` (>= 1) splits the scans of sum, mean, max, min, var and std
+    into that many pieces run at once; each piece starts one segment early and
+    recomputes it, so every answer is combined from the same partials in the same
+    order as in one piece (the results are the same bits). The default, 1, runs
+    in the calling thread.
     """
     if key not in KEYS or not isinstance(values, np.ndarray) or values.ndim != 1:
         return None
@@ -83,7 +91,10 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     if key in ("sum_i", "mean_i") and not integer or key in ("sum_f", "mean_f") and integer:
         return None
     n = values.shape[0]
-    if times is None:
+    if starts is not None:
+        starts = np.asarray(starts, np.int64)
+        width, widest = 0, int(np.max(np.arange(1, n + 1) - starts, initial=1))
+    elif times is None:
         if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f"window must be a row count of at least 1, got {window!r}")
         starts, width = NO_STARTS, int(min(window, max(n, 1)))
@@ -103,11 +114,12 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     out = np.empty(n, np.float64)
     if key in MOMENT_KEYS:
         ddof, root = float(key[-1]), key.startswith("std")
-        extreme = _kernel("moments", width > 0)(x, starts, width, ddof, root,
-                                                _scratch(9 if width > 0 else 12, widest), out)
+        extreme = in_pieces(_kernel("moments", width > 0), x, starts, width, widest, threads, out,
+                            lambda rows: (ddof, root, _scratch(9 if width > 0 else 12, rows)))
         extreme_moments(x, starts, width, ddof, root, out, extreme)
         return out
-    saw_nan = _kernel(key, width > 0)(x, starts, width, _scratch(6, widest), out)
+    saw_nan = in_pieces(_kernel(key, width > 0), x, starts, width, widest, threads, out,
+                        lambda rows: (_scratch(6, rows),))
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
         _nan_where_empty(x, starts, width, out)
     return out
@@ -157,6 +169,72 @@ def _starts_kernel(t, span, starts):
     return widest
 
 
+# ---------------------------------------------------------------- pieces run at once
+#: Fewer rows than this per thread are scanned in one piece: starting a thread and recomputing
+#: one segment would cost more than the piece saves.
+ROWS_PER_THREAD = 1 << 16
+
+
+def in_pieces(kernel, x, starts, width, widest, threads, out, extra):
+    """Run ``kernel(x, starts, width, *extra(widest), out, first)`` over ``threads`` pieces of the
+    rows at once; the sum of the pieces' returns (saw_nan, extreme answers).
+
+    A piece [lo, hi) begins at a segment boundary and is scanned from the start of the
+    segment before it (``first`` = the rows of that segment, whose answers the kernel does not
+    write): its windows then see the same suffix and prefix partials as in one scan over all
+    rows. The kernels release the GIL, so the pieces run on threads of a pool.
+    """
+    n = x.shape[0]
+    befores, cuts = _piece_cuts(n, starts, width, threads)
+    if len(cuts) <= 2:
+        return kernel(x, starts, width, *extra(widest), out, 0)
+
+    def piece(k):
+        before, lo, hi = befores[k], cuts[k], cuts[k + 1]
+        local = starts if width > 0 else np.maximum(starts[before:hi] - before, 0)
+        return kernel(x[before:hi], local, width, *extra(widest), out[before:hi], lo - before)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(cuts) - 1) as pool:
+        return sum(pool.map(piece, range(len(cuts) - 1)))
+
+
+def _piece_cuts(n, starts, width, threads):
+    """``(befores, cuts)``: segment boundaries ``0 = c_0 < ... < c_p = n`` that cut the rows into at
+    most ``threads`` pieces of about equal size, and the first row of the segment before each
+    piece's first (0 for the first piece)."""
+    pieces = min(threads, n // ROWS_PER_THREAD)
+    if pieces <= 1:
+        return [0], [0, n]
+    wanted = np.array([n * k // pieces for k in range(1, pieces)], np.int64)
+    if width > 0:
+        cuts = wanted - wanted % width
+        befores = cuts - width
+    else:
+        befores, cuts = _segments_at(starts, wanted)
+    keep = (cuts > 0) & (cuts < n) & np.r_[True, cuts[1:] > cuts[:-1]]
+    return [0, *befores[keep].tolist()], [0, *cuts[keep].tolist(), n]
+
+
+@nb.njit(cache=True, nogil=True)
+def _segments_at(starts, rows):
+    """For each of the increasing ``rows``: the first segment boundary at or after it (or n) and the
+    boundary before that one, walking the segments as the kernels cut them."""
+    n = starts.shape[0]
+    cuts = np.empty(rows.shape[0], np.int64)
+    befores = np.empty(rows.shape[0], np.int64)
+    before = 0
+    c = 0
+    for q in range(rows.shape[0]):
+        while c < rows[q] and c < n:
+            before = c
+            c = _time_segment_end(starts, n, c)
+        befores[q] = before
+        cuts[q] = c
+    return befores, cuts
+
+
 def _scratch(rows: int, widest: int) -> np.ndarray:
     """Buffers for the kernels: a segment is never longer than the widest window."""
     return np.empty((rows, widest + 1), np.float64)
@@ -167,7 +245,7 @@ def _scratch(rows: int, widest: int) -> np.ndarray:
 # closure: numba drops the branches of the other kind before typing them). A first call then
 # compiles only its kind's code: with an empty cache, std's first call over rows took 0.81-0.85 s
 # against 0.90-0.95 s for one kernel of both kinds (four fresh processes each).
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline="always", nogil=True)
 def _time_segment_end(starts, n, c):
     """One past the last row whose time window starts at or before row ``c``."""
     e = c + 1
@@ -233,11 +311,12 @@ _SCALAR_MONOIDS = {"sum_f": (_sum_lift, _add, 0.0, _no_count, False),
 
 
 def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
-    """``kernel(x, starts, width, scratch, out) -> saw_nan``: rows (``width``) or time windows (``starts``)."""
+    """``kernel(x, starts, width, scratch, out, first) -> saw_nan``: rows (``width``) or time windows
+    (``starts``); the answers of the segment starting before row ``first`` are not written."""
     segment_end, ROWS = _time_segment_end, rows
 
-    @jitcache.njit(error_model="numpy")
-    def kernel(x, starts, width, scratch, out):
+    @jitcache.njit(error_model="numpy", nogil=True)
+    def kernel(x, starts, width, scratch, out, first):
         # scratch rows: this segment's prefix scans, its suffix scans, the suffix scans of the
         # segment before; rows 3-5 the same for the counts of valid values (``counted`` only).
         # Loop indices are unsigned: numba then emits no negative-index wraparound.
@@ -285,7 +364,9 @@ def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
                         suffix_n[k] = m - k
             suffix[m] = identity  # a window that starts at c takes nothing from the segment before
             suffix_n[m] = 0.0
-            if ROWS:  # window c+k starts at c_prev + k + 1
+            if c < first:  # a piece's lead-in segment: only its suffixes are needed
+                pass
+            elif ROWS:  # window c+k starts at c_prev + k + 1
                 for k in range(m):
                     if counted:
                         out[base + k] = finish(combine(previous[k + one], prefix[k]),
@@ -408,7 +489,7 @@ def _integer_sum(values, starts, width, mean: bool) -> np.ndarray:
 
 # ---------------------------------------------------------------- var, std
 def _build_moments_kernel(rows):
-    """``kernel(x, starts, width, ddof, root, scratch, out)``: the variance (``root``: its square root)
+    """``kernel(x, starts, width, ddof, root, scratch, out, first)``: the variance (``root``: its square root)
     of every row (``width``) or time window (``starts``), from shifted-sum partials.
 
     A prefix partial of segment [c, e) is (count, sum(x-K), sum((x-K)^2)) with K
@@ -420,8 +501,8 @@ def _build_moments_kernel(rows):
     """
     segment_end, ROWS = _time_segment_end, rows
 
-    @jitcache.njit(error_model="numpy")
-    def kernel(x, starts, width, ddof, root, scratch, out):
+    @jitcache.njit(error_model="numpy", nogil=True)
+    def kernel(x, starts, width, ddof, root, scratch, out, first):
         n = x.shape[0]
         one = np.uint64(1)
         pre_n, pre_s1, pre_s2 = scratch[0], scratch[1], scratch[2]
@@ -478,7 +559,9 @@ def _build_moments_kernel(rows):
             suf_n[m] = 0.0
             suf_s1[m] = 0.0
             suf_s2[m] = 0.0
-            if ROWS:  # window c+k starts at c_prev + k + 1
+            if c < first:  # a piece's lead-in segment: only its suffixes are needed
+                pass
+            elif ROWS:  # window c+k starts at c_prev + k + 1
                 for k in range(m):
                     a = k + one
                     v = _window_variance(prev_n[a], prev_s1[a], prev_s2[a], prev_shift,

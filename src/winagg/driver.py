@@ -682,12 +682,13 @@ def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64",
     return _compiled[key]
 
 
-def python_out_of_order_driver(algorithm, monoid, per_row: bool = True) -> Driver:
-    """The out-of-order :class:`Driver` of ``algorithm`` over any monoid, in plain Python."""
+def python_out_of_order_driver(algorithm, monoid, per_row: bool = True, evict_first: bool = False) -> Driver:
+    """The out-of-order :class:`Driver` of ``algorithm`` over any monoid, in plain Python
+    (``evict_first`` as in :func:`build_out_of_order_driver`)."""
     ops = python_ops(monoid)
     f = algorithm.load().build(ops, **algorithm.options)
     return build_out_of_order_driver(f, _python_lift(monoid), monoid.lower, _python_out, ops.alloc, ops.store,
-                                     _planned_position, ops.jit, per_row)
+                                     _planned_position, ops.jit, per_row, evict_first=evict_first)
 
 
 def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
-from . import aggregations, blockscan, order_stats
+from . import aggregations, blockscan, keyed, order_stats
 from .errors import OutOfOrderError
 from .times import read_times
 from .values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
@@ -45,14 +46,15 @@ def choose_algorithm(spec, integer_input: bool) -> str:
 
 def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
             window: int | float | str | datetime.timedelta | pd.Timedelta | np.timedelta64,
-            agg: str | Monoid | type = "sum", *, times: ArrayLike | pd.Index | None = None,
-            algorithm: Optional[str] = None) -> np.ndarray | pd.Series | pd.DataFrame:
+            agg: str | Monoid | type = "sum", *, by=None, times: ArrayLike | pd.Index | None = None,
+            algorithm: Optional[str] = None, threads: Optional[int] = None) -> np.ndarray | pd.Series | pd.DataFrame:
     """The sliding-window aggregate ending at each row.
 
     Parameters
     ----------
     values:
-        numpy array, pandas Series or Arrow array. Missing values (NaN, null)
+        numpy array, pandas Series or Arrow array, or a DataFrame (each column
+        its own series, a DataFrame of results). Missing values (NaN, null)
         are skipped by the numeric aggregations, as pandas skips them; a
         window with no value at all gives NaN for sum, min and max (pandas'
         ``min_periods=1``), 0 for count.
@@ -69,6 +71,17 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         earlier results.
     agg:
         An aggregation name, class or instance, or a :class:`winagg.Monoid`.
+    by:
+        Keys, one per row (array, Series, Arrow array, list; a DataFrame or
+        2-D array groups by all its columns together), or, when ``values`` is
+        a DataFrame, the name or list of names of its key columns (the other
+        columns are the values). Each row's window then holds only the rows of
+        its own key, exactly as pandas' ``groupby(by).rolling(...)`` (with
+        ``dropna=False``: missing keys form one group of their own); keys may
+        come in any order, and times are sorted (or not) within each key. One
+        compiled call serves all keys (:mod:`winagg.keyed`); results come in the
+        input's row order, with its index. A positional aggregation (argmax)
+        reports input row numbers.
     times:
         Optional times (numbers or datetime64) for a time-based window. Sorted
         times run the chosen in-order algorithm (it evicts by time with one
@@ -86,6 +99,12 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         ``"fiba"`` for unsorted times). ``"fiba"`` with sorted times runs the
         out-of-order path too; an in-order algorithm with unsorted times raises
         :class:`~winagg.OutOfOrderError`.
+    threads:
+        How many threads the whole-array block scans (sum, mean, max, min, var,
+        std) and the columns of a DataFrame may use: None (the default) for
+        every core this process may run on, 1 for the calling thread only. The
+        results are the same bits whatever the count. The per-item algorithms
+        run on one thread.
 
     Returns
     -------
@@ -97,15 +116,19 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     times by :mod:`winagg.times`: what they cannot take exactly is refused by
     name (see the guide's page on semantics).
     """
+    threads = thread_count(threads)
     if type(values).__name__ == "DataFrame" and type(values).__module__.startswith("pandas"):
-        return values.apply(lambda column: rolling(column, window, agg, times=times, algorithm=algorithm))
+        return _each_column(values, window, agg, by, times, algorithm, threads)
     monoid = aggregations.get(agg)
     if isinstance(monoid, Multi):
-        return _each_member(values, window, monoid, times, algorithm)
+        return _each_member(values, window, monoid, by, times, algorithm, threads)
     array = to_array(values)
+    groups = None if by is None else keyed.groups_of(by, array.shape[0])
     if times is None:
         _check_row_window(window)
     if algorithm is None and order_stats.handles(monoid):  # exact median, quantiles, rank: compiled trees
+        if groups is not None:
+            return _like_input(values, _key_by_key(array, window, monoid, times, groups))
         return _like_input(values, order_stats.rolling(array, window, monoid, times))
     numeric = _numbers(array, monoid)
     if numeric is None and monoid.keyed_input:
@@ -121,25 +144,91 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     unsorted = False
     if times is not None:
         t, w, first_unsorted = read_times(times, window, array.shape[0])
+        if groups is not None:
+            t = groups.in_key_order(t)
+            first_unsorted = keyed.first_unsorted(groups, t)
         unsorted = first_unsorted >= 0
     name = algorithm or (out_of_order().name if unsorted else
                          choose_algorithm(spec, numeric is not None and numeric.dtype == np.int64))
     algo = info(name)
     check_monoid_fits(algo, monoid)
     if unsorted and algo.order == "fifo":
-        row = first_unsorted
-        raise OutOfOrderError(f"times are not sorted (row {row} is older than row {row - 1}); "
+        row, before = (first_unsorted, first_unsorted - 1) if groups is None else \
+            (groups.row(first_unsorted), groups.row(first_unsorted - 1))
+        within = "" if groups is None else " of the same key"
+        raise OutOfOrderError(f"times are not sorted (row {row} is older than row {before}{within}); "
                               f"in-order algorithms need sorted times (use algorithm={out_of_order().name!r} or none)")
+    if groups is not None:
+        numeric = None if numeric is None else groups.in_key_order(numeric)
+        array = numeric if spec is not None else groups.in_key_order(array)
     if times is not None and algo.order == "any":
-        out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w)
-    elif spec is not None:
-        timed = None if times is None else (t, w)
-        out = None if algorithm else _whole_array(spec, numeric, window, timed)
-        if out is None:
-            out = _compiled_rolling(algo, monoid, spec, numeric, window, timed)
+        plan = rolling_plan(t, w) if groups is None else keyed.out_of_order_plan(groups, t, w)
+        out = _out_of_order_rolling(algo, monoid, spec, numeric, array, t, plan, evict_first=groups is not None)
     else:
-        out = _python_rolling(algo, monoid, array, window, None if times is None else (t, w))
+        timed = None if times is None else (t, w)
+        if groups is not None:
+            timed = keyed.row_bounds(groups, int(window)) if times is None else keyed.time_bounds(groups, t, w)
+        if spec is not None:
+            out = None if algorithm else _whole_array(spec, numeric, window, timed, threads)
+            if out is None:
+                out = _compiled_rolling(algo, monoid, spec, numeric, window, timed)
+        else:
+            out = _python_rolling(algo, monoid, array, window, timed)
+    if groups is not None:
+        out = groups.to_rows(out)
     return _like_input(values, out)
+
+
+def _key_by_key(array, window, monoid, times, groups):
+    """Per-key answers from one call per key (the order-statistic trees take one series a call)."""
+    rows = groups.positions()
+    t = None if times is None else np.asarray(times)
+    out = None
+    for g in range(groups.firsts.shape[0] - 1):
+        own = rows[groups.firsts[g]:groups.firsts[g + 1]]
+        answers = np.asarray(rolling(array[own], window, monoid, times=None if t is None else t[own], threads=1))
+        out = np.empty(array.shape[0], answers.dtype) if out is None else out
+        out[own] = answers
+    return np.empty(0) if out is None else out
+
+
+def thread_count(threads) -> int:
+    """``threads`` checked, or every core this process may run on when it is None."""
+    if threads is None:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise TypeError(f"threads must be a whole number of threads (or None for every core), got {threads!r}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return int(threads)
+
+
+def _each_column(frame, window, agg, by, times, algorithm, threads):
+    """A DataFrame of each value column's :func:`rolling` (``by`` may name key columns, which are
+    then not values). Columns run at once on up to ``threads`` threads, each column on one."""
+    import pandas as pd
+
+    names = [by] if isinstance(by, str) else by
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names) and len(names) <= frame.shape[1]:
+        missing = [n for n in names if n not in frame.columns]
+        if missing:
+            raise KeyError(f"by names columns {missing} that values does not have")
+        by, frame = frame[names], frame.drop(columns=names)
+    if by is not None:
+        by = keyed.groups_of(by, frame.shape[0])  # grouped once for every column
+    columns = list(frame.columns)
+    workers = min(threads, len(columns))
+    if workers > 1 and not isinstance(aggregations.get(agg), Multi):
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(name):
+            return rolling(frame[name], window, agg, by=by, times=times, algorithm=algorithm, threads=1)
+
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(one, columns))
+        return pd.DataFrame({name: result for name, result in zip(columns, results)}, index=frame.index)
+    return frame.apply(lambda column: rolling(column, window, agg, by=by, times=times, algorithm=algorithm,
+                                              threads=threads))
 
 
 def _like_input(values, out):
@@ -175,27 +264,29 @@ def _lowered_as_compiled(sketch):
     return python
 
 
-def _each_member(values, window, multi, times, algorithm):
+def _each_member(values, window, multi, by, times, algorithm, threads):
     """A DataFrame of one column per member of a :class:`~winagg.Multi`, each the member's own
     :func:`rolling` over the same windows (with the input's index when it is a Series)."""
     import pandas as pd
 
-    columns = {name: rolling(values, window, member, times=times, algorithm=algorithm)
+    columns = {name: rolling(values, window, member, by=by, times=times, algorithm=algorithm, threads=threads)
                for name, member in multi.members.items()}
     index = values.index if isinstance(values, pd.Series) else None
     return pd.DataFrame({name: np.asarray(column) for name, column in columns.items()}, index=index)
 
 
-def _whole_array(spec, numeric, window, timed):
+def _whole_array(spec, numeric, window, timed, threads):
     """The block-scan result when no algorithm was named and :mod:`winagg.blockscan` has one.
 
     With the whole input in memory, block prefix and suffix scans need no queue: they are
     faster than any streaming algorithm and exact in the same way (no subtraction).
     """
     if timed is None:
-        return blockscan.rolling(numeric, int(window), spec.key)
+        return blockscan.rolling(numeric, int(window), spec.key, threads=threads)
+    if isinstance(timed, keyed.Bounds):
+        return blockscan.rolling(numeric, None, spec.key, starts=timed.starts, threads=threads)
     t, w = timed
-    return blockscan.rolling(numeric, None, spec.key, times=t, span=w)
+    return blockscan.rolling(numeric, None, spec.key, times=t, span=w, threads=threads)
 
 
 def _check_row_window(window):
@@ -258,6 +349,8 @@ def _answers_with_infinities(out, monoid, numeric, infinite, rows, timed):
 
 
 def _plan(n, rows, timed):
+    if isinstance(timed, keyed.Bounds):
+        return keyed.plan(timed)
     return row_plan(n, rows) if timed is None else time_plan(*timed)
 
 
@@ -308,22 +401,24 @@ def _row_starts(n, rows, timed):
 
 def _window_starts(timed):
     """First row of each row's time window (times sorted): rows j with t[j] > t[i] - w."""
+    if isinstance(timed, keyed.Bounds):
+        return timed.starts
     t, w = timed
     return np.searchsorted(t, t - w, side="right")
 
 
 
 
-def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, w):
-    """Per-row results for times in any order (see :func:`rolling`), compiled when ``spec`` is given."""
-    plan = rolling_plan(t, w)
+def _out_of_order_rolling(algo, monoid, spec, numeric, array, t, plan, evict_first=False):
+    """Per-row results for times in any order (see :func:`rolling`), compiled when ``spec`` is given;
+    ``evict_first`` for plans whose steps evict before they insert (:func:`winagg.keyed.out_of_order_plan`)."""
     if spec is None:
-        driver = python_out_of_order_driver(algo, monoid)
+        driver = python_out_of_order_driver(algo, monoid, evict_first=evict_first)
         return _as_array(run_out_of_order(driver, object_array(array), t, plan, driver.init(16))[0])
     time_type = "int64" if t.dtype == np.int64 else "float64"
 
     def run(spec, values):
-        driver = compiled_out_of_order_driver(spec, None, time_type, algorithm=algo)
+        driver = compiled_out_of_order_driver(spec, None, time_type, algorithm=algo, evict_first=evict_first)
         return run_out_of_order(driver, values, t, plan, driver.init(16))[0]
 
     out = run(spec, numeric)
