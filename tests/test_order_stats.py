@@ -165,3 +165,17 @@ def test_bad_arguments_are_named():
         winagg.rolling(np.array(["a", "b"], dtype=object), 2, "median")
     with pytest.raises(TypeError, match="median needs numbers"):
         winagg.make("two_stacks", "median").insert("a")
+
+
+def test_answers_across_chunks_and_sort_batches(monkeypatch):
+    """Small chunks and batches: windows that reach back into the previous chunk's rows."""
+    from winagg import order_stats
+
+    monkeypatch.setattr(order_stats, "MIN_CHUNK", 4)
+    monkeypatch.setattr(order_stats, "SORT_BATCH", 40)
+    x = _values(150, seed=21, infinities=True)
+    for window in (1, 3, 11):
+        _check_quantiles(x, window)
+        _check_ranks(x, window)
+    times = np.sort(np.random.default_rng(5).integers(0, 100, 150))
+    _check_quantiles(x, 9, times)
