@@ -20,7 +20,7 @@ def _read(path):
 def test_peers_writes_checked_timings_and_ratios(tmp_path):
     status = main(["bench", "peers", "--quick", "--peers-rows", "3000", "--peers-windows", "50",
                    "--aggs", "sum", "count", "--peers-repeat", "1", "--peers-span-rows", "20",
-                   "--peers-cold", "--out", str(tmp_path)])
+                   "--peers-cold", "--peers-keys", "0", "--threads", "1", "--out", str(tmp_path)])
     assert status == 0
     rows = _read(tmp_path / "peers.csv")
     assert set(peers.COLUMNS) <= set(rows[0])
@@ -40,6 +40,36 @@ def test_peers_writes_checked_timings_and_ratios(tmp_path):
         {(o, p) for o in peers.OURS for p in peers.PEERS}
     assert (tmp_path / "peers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (tmp_path / "peers_cold.csv").exists()  # --peers-cold with no aggregation skips it
+
+
+def test_keyed_points_are_checked_against_pandas_per_thread_count(tmp_path):
+    status = main(["bench", "peers", "--quick", "--peers-rows", "2000", "--peers-windows", "20", "--aggs", "max",
+                   "--peers-repeat", "1", "--peers-span-rows", "0", "--peers-nan", "0", "--peers-cold",
+                   "--peers-keys", "15", "--peers-keyed-rows", "2000", "--peers-keyed-window", "7",
+                   "--peers-keyed-span-rows", "5", "--peers-keyed-aggs", "mean", "std", "--threads", "1", "2",
+                   "--out", str(tmp_path)])
+    assert status == 0
+    keyed = [r for r in _read(tmp_path / "peers.csv") if r["kind"].startswith("keyed")]
+    # (rows, 1h) x 2 aggregations x 2 thread counts x 5 implementations
+    assert len(keyed) == 2 * 2 * 2 * len(peers.IMPLEMENTATIONS)
+    assert {r["threads"] for r in keyed} == {"1", "2"} and {r["keys"] for r in keyed} == {"15"}
+    for r in keyed:
+        if r["implementation"] in ("winagg", "polars", "pandas"):
+            assert r["check"] == "ok", r
+        else:
+            assert r["check"].startswith("n/a")
+    ratio_rows = [r for r in _read(tmp_path / "peers_ratios.csv") if r["kind"].startswith("keyed")]
+    assert {(r["ours"], r["peer"], r["threads"]) for r in ratio_rows} == \
+        {("winagg", p, t) for p in ("polars", "pandas") for t in ("1", "2")}
+
+
+def test_threads_option_refuses_what_is_not_a_count():
+    from winagg.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "peers", "--threads", "0"])
+    with pytest.raises(SystemExit, match="--threads"):
+        peers._settings(args)
+    assert peers._settings(build_parser().parse_args(["bench", "peers", "--threads", "all", "3"]))["threads"] == [None, 3]
 
 
 def test_check_reports_disagreements():
