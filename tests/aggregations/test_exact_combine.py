@@ -263,6 +263,15 @@ def test_order_statistics_of_merged_sorted_partials(name, a, b, c):
         assert _same(got, want) or math.isclose(got, want, rel_tol=1e-12), (got, want)
 
 
+@SETTINGS
+@given(a=value_lists, b=value_lists, c=value_lists)
+def test_a_merged_quantile_sketch_counts_the_union(a, b, c):
+    monoid = A.get("quantile_sketch")
+    for partial in parts(monoid, a, b, c)[1:]:
+        assert np.array_equal(partial, fold(monoid, a + b + c))
+    assert partial.sum() == sum(not _missing(x) for x in a + b + c)
+
+
 # ---------------------------------------------------------------- sketches
 keys = st.one_of(st.integers(-(2 ** 63), 2 ** 64 - 1), st.integers(-5, 5), st.text(max_size=4),
                  st.sampled_from([2 ** 53 + 1, 2 ** 53, 1.5, -0.0, 0.0, 1e300, None, math.nan]))
@@ -296,7 +305,7 @@ def test_a_merged_sketch_is_the_sketch_of_the_union(name, a, b, c):
 def test_every_builtin_aggregation_is_covered():
     covered = set(ORACLE) | {"var_pop", "std_pop", "argmin", "argmax", "mincount", "maxcount", "geomean",
                              "relvar", "first", "last", "collect", "m4", "bloom", "countmin", "hll", "median",
-                             "quantile", "rank"}
+                             "quantile", "rank", "quantile_sketch"}
     names = {cls.aliases[0] for cls in A.BUILTINS}
     aliases = {"variance": "var", "stddev": "std", "variance_pop": "var_pop", "stddev_pop": "std_pop",
                "relative_variation": "relvar", "count_min": "countmin", "hyperloglog": "hll"}

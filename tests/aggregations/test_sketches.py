@@ -202,3 +202,81 @@ def test_compiled_bloom_probe_finds_integral_floats():
     # the compiled path keys float inputs; probe=3 (an int) must find 3.0
     out = winagg.rolling(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), window=2, agg=A.Bloom(probe=3))
     assert out.tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]
+
+
+# ---------------------------------------------------------------- quantile sketch (DDSketch)
+ACCURACY = 0.02
+SKETCH = A.QuantileSketch(0.9, relative_accuracy=ACCURACY, min_value=1e-6, max_value=1e6)
+
+
+def _sketch_inputs():
+    """Adversarial orders and shapes: sorted, reversed, few distinct values, signs, zeros, NaN."""
+    rng = np.random.default_rng(41)
+    spread = rng.lognormal(0.0, 3.0, 400) * np.where(rng.random(400) < 0.3, -1.0, 1.0)
+    spread[rng.random(400) < 0.05] = 0.0
+    spread[rng.random(400) < 0.05] = np.nan
+    few = rng.choice([-3.0, 0.5, 7.0, 1e5], 400)
+    return {"random": spread, "sorted": np.sort(spread), "reversed": np.sort(spread)[::-1].copy(), "few": few}
+
+
+def _within_bound(estimate, window_values, q=0.9):
+    kept = window_values[~np.isnan(window_values)]
+    if not kept.size:
+        return estimate != estimate
+    exact = float(np.quantile(kept, q, method="lower"))  # the value of rank floor(q (n - 1))
+    return abs(estimate - exact) <= ACCURACY * abs(exact) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("shape", ["random", "sorted", "reversed", "few"])
+def test_quantile_sketch_stays_within_its_bound_on_every_path(shape):
+    x = _sketch_inputs()[shape]
+    window = 50
+    rolled = winagg.rolling(x, window, SKETCH)  # compiled
+    stepped = winagg.make("two_stacks", SKETCH)  # Python, per item
+    for i, value in enumerate(x):
+        rows = x[max(0, i - window + 1):i + 1]
+        assert _within_bound(rolled[i], rows), (i, rolled[i])
+        stepped.insert(value)
+        if i >= window:
+            stepped.evict()
+        assert stepped.query() == rolled[i] or rolled[i] != rolled[i]
+    # out of order: FiBA merges the partials in a tree shaped by arrival, not by time
+    fiba = winagg.make("fiba", SKETCH)
+    arrival = np.random.default_rng(3).permutation(x.size)
+    for start in range(0, x.size, 64):
+        batch = np.sort(arrival[start:start + 64])
+        fiba.bulk_insert([x[t] for t in batch], times=[int(t) for t in batch])
+    assert _within_bound(fiba.query(), x)
+    assert _within_bound(fiba.query(100, 299), x[100:300])
+    fiba.bulk_evict(199)
+    assert _within_bound(fiba.query(), x[200:])
+    # tumbling time windows of a Window
+    results = winagg.Window(SKETCH, size=100, slide=100).push_batch(np.arange(x.size), x)
+    assert results and all(_within_bound(r.value, x[int(r.start):int(r.end)]) for r in results)
+
+
+def test_quantile_sketch_merges_exactly_and_subtracts_exactly():
+    x = _sketch_inputs()["random"]
+    a, b = sketch(SKETCH, x[:150]), sketch(SKETCH, x[150:])
+    assert np.array_equal(SKETCH.combine(a, b), sketch(SKETCH, x))
+    assert np.array_equal(SKETCH.combine(b, a), sketch(SKETCH, x))
+    assert np.array_equal(SKETCH.combine(SKETCH.inverse(a), sketch(SKETCH, x)), b)
+    np.testing.assert_array_equal(winagg.rolling(x, 30, SKETCH, algorithm="soe"), winagg.rolling(x, 30, SKETCH))
+
+
+def test_quantile_sketch_edges_and_bad_input():
+    assert math.isnan(SKETCH.fold([]))
+    assert math.isnan(SKETCH.fold([math.nan, None]))
+    assert SKETCH.fold([math.inf] * 10) == math.inf
+    assert SKETCH.fold([-math.inf] * 3 + [1.0]) == -math.inf  # rank floor(0.9 * 3) = 2: -inf
+    assert SKETCH.fold([1e-9, 0.0]) == 0.0  # below min_value: estimated as 0
+    with pytest.raises(ValueError, match="q must be in"):
+        A.QuantileSketch(-0.1)
+    with pytest.raises(ValueError, match="relative_accuracy"):
+        A.QuantileSketch(0.5, relative_accuracy=1.5)
+    with pytest.raises(ValueError, match="min_value"):
+        A.QuantileSketch(0.5, min_value=10.0, max_value=1.0)
+    with pytest.raises(TypeError, match="quantile_sketch needs numbers"):
+        SKETCH.lift("a")
+    with pytest.raises(TypeError, match="needs numbers"):
+        winagg.rolling(np.array(["a", "b"], dtype=object), 2, SKETCH)

@@ -16,11 +16,11 @@ from .numeric import (ArgMax, ArgMin, Count, GeoMean, Max, MaxCount, Mean, Min, 
                       RelativeVariation, Stddev, StddevPop, Sum, Variance, VariancePop)
 from .order import M4, Collect, First, Last
 from .quantile import Median, Quantile, Rank
-from .sketches import Bloom, BloomFilter, CountMin, CountMinSketch, HyperLogLog
+from .sketches import Bloom, BloomFilter, CountMin, CountMinSketch, HyperLogLog, QuantileSketch
 
 BUILTINS = (Count, Sum, Mean, Min, Max, ArgMin, ArgMax, MinCount, MaxCount, Variance, VariancePop,
             Stddev, StddevPop, GeoMean, RelativeVariation, M4, First, Last, Collect, Bloom, CountMin,
-            HyperLogLog, Median, Quantile, Rank)
+            HyperLogLog, Median, Quantile, Rank, QuantileSketch)
 
 _BY_NAME = {alias: cls for cls in BUILTINS for alias in cls.aliases}
 

@@ -1,4 +1,4 @@
-"""Mergeable sketches: Bloom filter, Count-Min sketch, HyperLogLog.
+"""Mergeable sketches: Bloom filter, Count-Min sketch, HyperLogLog, and a quantile sketch.
 
 Every item is first turned into a 64-bit key that is the same in every
 process (Python's own ``hash`` of a string is salted per process, which
@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from numba.extending import intrinsic
 
 from .. import jitcache
 from ..layout import vector_layout
+from ..values import is_missing
 from .base import Aggregation, Compiled, float_input
 
 
@@ -483,3 +485,123 @@ class HyperLogLog(Aggregation):
 
     def compiled_for(self, dtype):
         return self._spec if float_input(dtype) else self._int_spec
+
+
+# ---------------------------------------------------------------- quantile sketch (DDSketch)
+_quantile_sketch_cache: dict = {}
+
+
+def _quantile_sketch_kernels(q, accuracy, smallest, largest):
+    """DDSketch's logarithmic buckets over fixed magnitudes: bucket j holds the magnitudes in
+    (gamma**(j-1), gamma**j], gamma = (1 + accuracy) / (1 - accuracy), so that one value,
+    2 gamma**j / (gamma + 1), lies within ``accuracy`` (relative) of every magnitude in it.
+    Slots in value order: -inf, the negative buckets (largest magnitude first), the magnitudes
+    below ``smallest`` (zero), the positive buckets, +inf."""
+    cache_key = (q, accuracy, smallest, largest)
+    if cache_key in _quantile_sketch_cache:
+        return _quantile_sketch_cache[cache_key]
+    log_gamma = math.log((1.0 + accuracy) / (1.0 - accuracy))
+    lowest = math.ceil(math.log(smallest) / log_gamma)
+    buckets = math.ceil(math.log(largest) / log_gamma) - lowest + 1
+    zero = buckets + 1
+    slots = 2 * buckets + 3
+
+    @jitcache.njit
+    def slot_of(x):
+        if x != x:
+            return -1
+        magnitude = abs(x)
+        if magnitude < smallest:
+            return zero
+        if magnitude == np.inf:
+            return 0 if x < 0 else slots - 1
+        j = min(max(np.int64(math.ceil(math.log(magnitude) / log_gamma)), lowest), lowest + buckets - 1) - lowest
+        return zero - 1 - j if x < 0 else zero + 1 + j
+
+    @jitcache.njit
+    def lift(x, row):
+        counts = np.zeros(slots, np.int64)
+        slot = slot_of(np.float64(x))
+        if slot >= 0:
+            counts[slot] = 1
+        return counts
+
+    @jitcache.njit
+    def value_of(slot):
+        if slot == 0 or slot == slots - 1:
+            return -np.inf if slot == 0 else np.inf
+        if slot == zero:
+            return 0.0
+        j = slot - zero - 1 if slot > zero else zero - 1 - slot
+        magnitude = 2.0 * math.exp((lowest + j) * log_gamma) / (1.0 + math.exp(log_gamma))
+        return magnitude if slot > zero else -magnitude
+
+    @jitcache.njit
+    def estimate(counts):
+        total = counts.sum()
+        if total == 0:
+            return np.nan
+        rank = np.int64(q * (total - 1))  # the value of this rank (from 0) is estimated
+        seen = 0
+        for slot in range(slots):
+            seen += counts[slot]
+            if seen > rank:
+                return value_of(slot)
+        return np.nan
+
+    _quantile_sketch_cache[cache_key] = (slots, lift, estimate)
+    return _quantile_sketch_cache[cache_key]
+
+
+class QuantileSketch(Aggregation):
+    """A mergeable quantile sketch (DDSketch, Masson, Rim and Lee, VLDB 2019) of the window's
+    numbers, lowered to an estimate of its ``q``-quantile.
+
+    Bound: the estimate is within ``relative_accuracy`` (relative error) of the window's exact
+    ``q``-quantile with pandas' "lower" interpolation (the value of rank ``floor(q * (n - 1))``
+    among its n values, NaN skipped), whatever the order of the items and however partials
+    were merged, as long as that value's magnitude lies in ``[min_value, max_value]``;
+    magnitudes below ``min_value`` are estimated as 0, ±inf as themselves, and finite
+    magnitudes above ``max_value`` as about ``max_value``. A window without a value gives NaN.
+    The partial is a fixed array of counts, one per logarithmic bucket (about
+    ``ln(max_value / min_value) / relative_accuracy`` of them): merging adds counts, so the
+    monoid is commutative and exactly invertible.
+    """
+
+    aliases = ("quantile_sketch", "ddsketch")
+    defined_when_empty = True
+
+    def __init__(self, q: float = 0.5, relative_accuracy: float = 0.01, min_value: float = 1e-9,
+                 max_value: float = 1e9):
+        from .quantile import check_fraction
+
+        q = check_fraction(q)
+        if not 0.0 < relative_accuracy < 1.0:
+            raise ValueError(f"relative_accuracy must be in (0, 1), got {relative_accuracy!r}")
+        if not 0.0 < min_value < max_value < math.inf:
+            raise ValueError(f"min_value and max_value must satisfy 0 < min_value < max_value < inf, "
+                             f"got {min_value!r}, {max_value!r}")
+        super().__init__(q, relative_accuracy, min_value, max_value)
+        self.q, self.relative_accuracy = q, relative_accuracy
+        slots, lift, estimate = _quantile_sketch_kernels(q, float(relative_accuracy), float(min_value),
+                                                         float(max_value))
+        empty = np.zeros(slots, np.int64)
+        self._spec = CompiledSketch(f"ddsketch{q!r}a{relative_accuracy!r}r{min_value!r}-{max_value!r}", lift,
+                                    _elementwise_add, estimate, empty, vector_layout(slots, np.int64), np.float64,
+                                    _elementwise_negate, exact_inverse=True, commutative=True,
+                                    combine_into=_elementwise_add_into, combine_rows=_elementwise_add_rows)
+
+        def lift_item(item):
+            if is_missing(item):
+                return empty.copy()
+            if isinstance(item, (str, bytes)) or not isinstance(item, numbers.Real):
+                raise TypeError(f"quantile_sketch needs numbers or missing values, got {item!r} "
+                                f"({type(item).__name__})")
+            return lift(float(item), 0)
+
+        Aggregation._init_python(self, empty, _elementwise_add.py_func, lift_item,
+                                 lambda counts: float(estimate(counts)), True, "quantile_sketch",
+                                 inverse=_elementwise_negate.py_func)
+
+    def compiled_for(self, dtype):
+        return self._spec
