@@ -20,7 +20,7 @@ def _read(path):
 def test_peers_writes_checked_timings_and_ratios(tmp_path):
     status = main(["bench", "peers", "--quick", "--peers-rows", "3000", "--peers-windows", "50",
                    "--aggs", "sum", "count", "--peers-repeat", "1", "--peers-span-rows", "20",
-                   "--peers-cold", "--peers-keys", "0", "--threads", "1", "--out", str(tmp_path)])
+                   "--peers-cold", "--peers-keys", "0", "--threads", "1", "--peers-order-aggs", "--out", str(tmp_path)])
     assert status == 0
     rows = _read(tmp_path / "peers.csv")
     assert set(peers.COLUMNS) <= set(rows[0])
@@ -47,7 +47,7 @@ def test_keyed_points_are_checked_against_pandas_per_thread_count(tmp_path):
                    "--peers-repeat", "1", "--peers-span-rows", "0", "--peers-nan", "0", "--peers-cold",
                    "--peers-keys", "15", "--peers-keyed-rows", "2000", "--peers-keyed-window", "7",
                    "--peers-keyed-span-rows", "5", "--peers-keyed-aggs", "mean", "std", "--threads", "1", "2",
-                   "--out", str(tmp_path)])
+                   "--peers-order-aggs", "--out", str(tmp_path)])
     assert status == 0
     keyed = [r for r in _read(tmp_path / "peers.csv") if r["kind"].startswith("keyed")]
     # (rows, 1h) x 2 aggregations x 2 thread counts x 5 implementations
@@ -61,6 +61,22 @@ def test_keyed_points_are_checked_against_pandas_per_thread_count(tmp_path):
     ratio_rows = [r for r in _read(tmp_path / "peers_ratios.csv") if r["kind"].startswith("keyed")]
     assert {(r["ours"], r["peer"], r["threads"]) for r in ratio_rows} == \
         {("winagg", p, t) for p in ("polars", "pandas") for t in ("1", "2")}
+
+
+def test_order_statistics_are_checked_against_pandas(tmp_path):
+    status = main(["bench", "peers", "--quick", "--peers-rows", "3000", "--peers-windows", "1", "40", "--aggs", "max",
+                   "--peers-repeat", "1", "--peers-span-rows", "0", "--peers-cold", "--peers-keys", "0",
+                   "--threads", "1", "--peers-order-aggs", "median", "quantile", "--out", str(tmp_path)])
+    assert status == 0
+    ordered = [r for r in _read(tmp_path / "peers.csv") if r["aggregation"] in ("median", "quantile")]
+    # 2 inputs (clean, 1% NaN) x 2 windows x 2 order statistics x 5 implementations
+    assert len(ordered) == 2 * 2 * 2 * len(peers.IMPLEMENTATIONS)
+    for r in ordered:
+        offered = r["implementation"] in ("winagg", "polars", "pandas") or \
+            r["implementation"] == "bottleneck" and r["aggregation"] == "median"
+        assert r["check"] == "ok" if offered else r["check"].startswith("n/a"), r
+    with pytest.raises(SystemExit, match="--peers-order-aggs"):
+        main(["bench", "peers", "--peers-order-aggs", "mode"])
 
 
 def test_threads_option_refuses_what_is_not_a_count():

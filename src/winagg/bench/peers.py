@@ -62,7 +62,7 @@ DEFAULTS = dict(aggs=("sum", "mean", "std", "var", "max", "min", "count"), peers
                 peers_windows=(100, 1_000, 10_000), peers_nan=0.01, peers_repeat=3, peers_span_rows=1_000,
                 peers_cold=("sum", "mean", "std", "max", "min"), peers_keys=10_000, peers_keyed_rows=2_000_000,
                 peers_keyed_window=100, peers_keyed_span_rows=100, peers_keyed_aggs=("mean", "max", "std"),
-                threads=("1", "all"), out="results/peers")
+                threads=("1", "all"), out="results/peers", peers_order_aggs=("median", "quantile"))
 QUICK = dict(peers_rows=20_000, peers_windows=(100, 1_000), peers_repeat=2, peers_span_rows=100,
              aggs=("sum", "max", "std", "count"), peers_cold=("sum",), peers_keys=100, peers_keyed_rows=20_000,
              peers_keyed_aggs=("mean",))
@@ -102,6 +102,9 @@ def add_arguments(group) -> None:
     group.add_argument("--peers-keyed-aggs", nargs="+", metavar="AGG", help="keyed aggregations (default mean max std)")
     group.add_argument("--threads", nargs="+", metavar="T",
                        help="thread counts for winagg: numbers or 'all' (default: 1 all)")
+    group.add_argument("--peers-order-aggs", nargs="*", metavar="AGG",
+                       help="order statistics over the row windows: median, quantile (the 0.9-quantile); "
+                            "default both, 'none' or the flag alone: skip")
     group.add_argument("--peers-cold", nargs="*", metavar="AGG",
                        help="aggregations whose cold start is measured (default: sum mean std max min; "
                             "'none', or the flag alone: skip)")
@@ -114,7 +117,10 @@ def _settings(args) -> dict:
                cold=[a for a in common.names(get("peers_cold")) if a != "none"], quick=bool(args.quick),
                keys=get("peers_keys"), keyed_rows=get("peers_keyed_rows"), keyed_window=get("peers_keyed_window"),
                keyed_span_rows=get("peers_keyed_span_rows"), keyed_aggs=common.names(get("peers_keyed_aggs")),
-               threads=[_threads(t) for t in common.names(get("threads"))], out=get("out"))
+               threads=[_threads(t) for t in common.names(get("threads"))], out=get("out"),
+               order_aggs=[a for a in common.names(get("peers_order_aggs")) if a != "none"])
+    if set(cfg["order_aggs"]) - set(ORDER_QUANTILES):
+        raise SystemExit(f"--peers-order-aggs: choose from {', '.join(ORDER_QUANTILES)}")
     unknown = [a for a in cfg["aggs"] + cfg["cold"] + cfg["keyed_aggs"] if a not in AGGS or a == "count" and
                a in cfg["keyed_aggs"]]
     if unknown:
@@ -410,6 +416,48 @@ def _keyed_points(cfg, extra, bar) -> list:
     return rows
 
 
+# ---------------------------------------------------------------- order statistics
+#: The order statistics over row windows, and the quantile each computes (linear interpolation).
+ORDER_QUANTILES = {"median": 0.5, "quantile": 0.9}
+
+
+def order_calls(values: np.ndarray, window: int, agg: str) -> dict:
+    """implementation -> a call computing the exact rolling median or 0.9-quantile (linear)."""
+    import bottleneck as bn
+    import pandas as pd
+    import polars as pl
+
+    from ..aggregations import Quantile
+    from ..rolling import rolling
+
+    q = ORDER_QUANTILES[agg]
+    ours = "median" if agg == "median" else Quantile(q, "linear")
+    rolled = pd.Series(values).rolling(window, min_periods=1)
+    nulls = pl.Series(values, nan_to_null=True)
+    return {
+        "blockscan": None,
+        "winagg": lambda: rolling(values, window, ours),
+        "bottleneck": (lambda: bn.move_median(values, window, min_count=1)) if agg == "median" else None,
+        "polars": lambda: nulls.rolling_quantile(q, "linear", window_size=window, min_samples=1).to_numpy(),
+        "pandas": (lambda: rolled.median().to_numpy()) if agg == "median" else
+        (lambda: rolled.quantile(q, interpolation="linear").to_numpy()),
+    }
+
+
+def _order_statistic_points(cfg, extra, bar) -> list:
+    """The exact median and 0.9-quantile over every row window and NaN share, one thread."""
+    rows = []
+    for share in [0.0] + ([cfg["nan"]] if cfg["nan"] else []):
+        values = make_values(cfg["rows"], share)
+        for window in cfg["windows"]:
+            for agg in cfg["order_aggs"]:
+                bar.set_postfix_str(f"{agg} w={window} NaN={share:.0%}")
+                results = measure(order_calls(values, window, agg), cfg["repeat"])
+                rows += _rows_of("rows", agg, window, share, cfg["rows"], results, extra)
+                bar.update(1)
+    return rows
+
+
 # ---------------------------------------------------------------- run
 def run(args) -> int:
     """Run the experiment; write peers.csv, peers_ratios.csv, peers_cold.csv and peers.png into --out."""
@@ -423,7 +471,8 @@ def run(args) -> int:
         "threads": ["all" if t is None else t for t in cfg["threads"]], "quick": cfg["quick"], "out": cfg["out"]}))
     shares = [0.0] + ([cfg["nan"]] if cfg["nan"] else [])
     points = len(cfg["threads"]) * (len(shares) * len(cfg["aggs"]) * (len(cfg["windows"]) + (1 if cfg["span_rows"] else 0))
-                                    + (2 * len(cfg["keyed_aggs"]) if cfg["keys"] else 0))
+                                    + (2 * len(cfg["keyed_aggs"]) if cfg["keys"] else 0)) \
+        + len(shares) * len(cfg["windows"]) * len(cfg["order_aggs"])
     rows = []
     with common.progress(points + 2 * len(OURS) * len(cfg["cold"]), NAME) as bar:
         for share in shares:
@@ -445,6 +494,7 @@ def run(args) -> int:
                         bar.update(1)
         if cfg["keys"]:
             rows += _keyed_points(cfg, extra, bar)
+        rows += _order_statistic_points(cfg, extra, bar)
         cold = []
         for agg in cfg["cold"]:
             for which in OURS:
