@@ -169,3 +169,18 @@ def test_bad_keys_and_threads_are_named():
 def test_median_per_key():
     got = winagg.rolling(VALUES, 4, "median", by=KEYS)
     assert close(got, pandas_rows(VALUES, KEYS, 4, "median"))
+
+
+def test_key_order_and_bounds_on_threads_match_one_thread(monkeypatch):
+    from winagg import keyed
+
+    monkeypatch.setattr(keyed, "ROWS_PER_THREAD", 10)
+    keys = RNG.integers(0, 7, 500)
+    serial, split = keyed.groups_of(keys, 500, 1), keyed.groups_of(keys, 500, 4)
+    assert np.array_equal(split.order, np.argsort(keys, kind="stable"))
+    assert np.array_equal(serial.order, split.order)
+    times = np.sort(RNG.integers(0, 100, 500))[split.order]  # sorted within each key
+    for bounds in (lambda g: keyed.row_bounds(g, 9), lambda g: keyed.time_bounds(g, times, 12)):
+        assert np.array_equal(bounds(serial).starts, bounds(split).starts)
+    values = RNG.normal(size=500)
+    assert np.array_equal(split.to_rows(split.in_key_order(values)), values)

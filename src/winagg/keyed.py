@@ -25,10 +25,12 @@ _NONE_B = np.empty(0, np.bool_)
 
 class Groups(NamedTuple):
     """Rows in key order: ``order[p]`` is the input row at sorted position p (None when the input
-    is already in key order), ``firsts`` the first sorted position of each key plus the row count."""
+    is already in key order), ``firsts`` the first sorted position of each key plus the row count;
+    the passes over the rows run on up to ``threads`` threads."""
 
     order: object
     firsts: np.ndarray
+    threads: int = 1
 
     def in_key_order(self, array: np.ndarray) -> np.ndarray:
         if self.order is None:
@@ -36,7 +38,7 @@ class Groups(NamedTuple):
         if array.dtype.kind not in "fiub":
             return array[self.order]
         out = np.empty_like(array)
-        _gather(array, self.order, out)
+        on_threads(_gather, self.order.shape[0], self.threads, array, self.order, out)
         return out
 
     def to_rows(self, out) -> np.ndarray:
@@ -45,7 +47,7 @@ class Groups(NamedTuple):
             return out
         rows = np.empty_like(out)
         if out.dtype.kind in "fiub":
-            _scatter(out, self.order, rows)
+            on_threads(_scatter, self.order.shape[0], self.threads, out, self.order, rows)
         else:
             rows[self.order] = out
         return rows
@@ -59,16 +61,46 @@ class Groups(NamedTuple):
         return np.arange(self.firsts[-1], dtype=np.int64) if self.order is None else self.order
 
 
+#: Fewer rows than this per thread run in the calling thread (as in :mod:`winagg.blockscan`).
+ROWS_PER_THREAD = 1 << 16
+
+
+def on_threads(kernel, n: int, threads: int, *args, cuts=None) -> None:
+    """``kernel(*args, lo, hi)`` over ``[0, n)`` cut into up to ``threads`` ranges run at once (the
+    kernels release the GIL and write disjoint rows); ``cuts`` gives the ranges' bounds instead."""
+    if cuts is None:
+        pieces = max(1, min(threads, n // ROWS_PER_THREAD))
+        cuts = [n * k // pieces for k in range(pieces + 1)]
+    if len(cuts) <= 2:
+        if len(cuts) == 2:
+            kernel(*args, cuts[0], cuts[1])
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(cuts) - 1) as pool:
+        list(pool.map(lambda k: kernel(*args, cuts[k], cuts[k + 1]), range(len(cuts) - 1)))
+
+
+def _group_cuts(firsts: np.ndarray, threads: int) -> list:
+    """Group indexes that cut the keys into up to ``threads`` runs of about equal rows."""
+    n = int(firsts[-1])
+    pieces = max(1, min(threads, n // ROWS_PER_THREAD))
+    wanted = [n * k // pieces for k in range(1, pieces)]
+    groups = firsts.shape[0] - 1
+    inner = np.searchsorted(firsts, wanted).tolist()
+    return sorted({0, groups, *(g for g in inner if 0 < g < groups)})
+
+
 # numpy's fancy indexing takes longer over the same positions (it checks each index's bounds)
-@nb.njit(cache=True)
-def _gather(array, order, out):
-    for p in range(order.shape[0]):
+@nb.njit(cache=True, nogil=True)
+def _gather(array, order, out, lo, hi):
+    for p in range(lo, hi):
         out[p] = array[order[p]]
 
 
-@nb.njit(cache=True)
-def _scatter(array, order, out):
-    for p in range(order.shape[0]):
+@nb.njit(cache=True, nogil=True)
+def _scatter(array, order, out, lo, hi):
+    for p in range(lo, hi):
         out[order[p]] = array[p]
 
 
@@ -79,15 +111,47 @@ class Bounds(NamedTuple):
     groups: Groups
 
 
-def groups_of(by, rows: int) -> Groups:
+def groups_of(by, rows: int, threads: int = 1) -> Groups:
     """The :class:`Groups` of the keys ``by`` (array, Series, Arrow array, list; a DataFrame or 2-D
     array groups by all its columns) for ``rows`` rows."""
     if isinstance(by, Groups):
-        return by
+        return by._replace(threads=threads)
     codes, count = _key_codes(by, rows)
     firsts = np.zeros(count + 1, np.int64)
     grouped = _firsts(codes, firsts)
-    return Groups(None if grouped else _counting_order(codes, firsts), firsts)
+    return Groups(None if grouped else _stable_order(codes, firsts, threads), firsts, threads)
+
+
+def _stable_order(codes, firsts, threads):
+    """A stable sort of the rows by code, by counting: each range of rows counts its codes, and
+    then writes its rows into the slots that follow the earlier ranges' rows of each code."""
+    n = codes.shape[0]
+    pieces = max(1, min(threads, n // ROWS_PER_THREAD))
+    cuts = [n * k // pieces for k in range(pieces + 1)]
+    order = np.empty(n, np.int64)
+    if pieces == 1:
+        _place(codes, firsts[:-1].copy(), order, 0, n)
+        return order
+    counts = np.zeros((pieces, firsts.shape[0] - 1), np.int64)
+    on_threads(lambda lo, hi: _count(codes, counts[cuts.index(lo)], lo, hi), n, threads, cuts=cuts)
+    slots = firsts[:-1] + np.cumsum(counts, axis=0) - counts  # where each range's rows of a code begin
+    on_threads(lambda lo, hi: _place(codes, slots[cuts.index(lo)], order, lo, hi), n, threads, cuts=cuts)
+    return order
+
+
+@nb.njit(cache=True, nogil=True)
+def _count(codes, counts, lo, hi):
+    for i in range(lo, hi):
+        counts[codes[i]] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _place(codes, slot, order, lo, hi):
+    # numpy's stable argsort of int64 compares; the codes are known to be 0..G-1
+    for i in range(lo, hi):
+        c = codes[i]
+        order[slot[c]] = i
+        slot[c] += 1
 
 
 @nb.njit(cache=True)
@@ -103,18 +167,6 @@ def _firsts(codes, firsts):
         firsts[g] += firsts[g - 1]
     return grouped
 
-
-@nb.njit(cache=True)
-def _counting_order(codes, firsts):
-    """A stable sort of the rows by code, in one pass: each code's rows fill its slots in order
-    (numpy's stable argsort of int64 compares, where the codes are known to be 0..G-1)."""
-    slot = firsts[:-1].copy()
-    order = np.empty(codes.shape[0], np.int64)
-    for i in range(codes.shape[0]):
-        c = codes[i]
-        order[slot[c]] = i
-        slot[c] += 1
-    return order
 
 
 def _key_codes(by, rows: int) -> np.ndarray:
@@ -160,13 +212,14 @@ def _narrow_integer_codes(by):
 def row_bounds(groups: Groups, window: int) -> Bounds:
     """Row window: sorted position p covers its key's rows ``max(first, p - window + 1) .. p``."""
     starts = np.empty(groups.firsts[-1], np.int64)
-    _row_starts(groups.firsts, np.int64(window), starts)
+    on_threads(_row_starts, 0, groups.threads, groups.firsts, np.int64(window), starts,
+               cuts=_group_cuts(groups.firsts, groups.threads))
     return Bounds(starts, groups)
 
 
-@nb.njit(cache=True)
-def _row_starts(firsts, window, starts):
-    for g in range(firsts.shape[0] - 1):
+@nb.njit(cache=True, nogil=True)
+def _row_starts(firsts, window, starts, g_lo, g_hi):
+    for g in range(g_lo, g_hi):
         for p in range(firsts[g], firsts[g + 1]):
             starts[p] = max(firsts[g], p - window + 1)
 
@@ -175,7 +228,8 @@ def time_bounds(groups: Groups, t: np.ndarray, w) -> Bounds:
     """Time window over times sorted within each key: position p covers its key's positions
     q <= p with ``t[p] - w < t[q]``."""
     starts = np.empty(t.shape[0], np.int64)
-    _time_starts(t, t.dtype.type(w), groups.firsts, starts)
+    on_threads(_time_starts, 0, groups.threads, t, t.dtype.type(w), groups.firsts, starts,
+               cuts=_group_cuts(groups.firsts, groups.threads))
     return Bounds(starts, groups)
 
 
@@ -193,10 +247,10 @@ def _first_unsorted(t, firsts):
     return -1
 
 
-@nb.njit(cache=True)
-def _time_starts(t, span, firsts, starts):
+@nb.njit(cache=True, nogil=True)
+def _time_starts(t, span, firsts, starts, g_lo, g_hi):
     # two pointers per key: both ends of a window only move forward within a key
-    for g in range(firsts.shape[0] - 1):
+    for g in range(g_lo, g_hi):
         first = firsts[g]
         for p in range(firsts[g], firsts[g + 1]):
             horizon = t[p] - span

@@ -123,7 +123,7 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     if isinstance(monoid, Multi):
         return _each_member(values, window, monoid, by, times, algorithm, threads)
     array = to_array(values)
-    groups = None if by is None else keyed.groups_of(by, array.shape[0])
+    groups = None if by is None else keyed.groups_of(by, array.shape[0], threads)
     if times is None:
         _check_row_window(window)
     if algorithm is None and order_stats.handles(monoid):  # exact median, quantiles, rank: compiled trees
@@ -215,7 +215,7 @@ def _each_column(frame, window, agg, by, times, algorithm, threads):
             raise KeyError(f"by names columns {missing} that values does not have")
         by, frame = frame[names], frame.drop(columns=names)
     if by is not None:
-        by = keyed.groups_of(by, frame.shape[0])  # grouped once for every column
+        by = keyed.groups_of(by, frame.shape[0], threads)  # grouped once for every column
     columns = list(frame.columns)
     workers = min(threads, len(columns))
     if workers > 1 and not isinstance(aggregations.get(agg), Multi):
