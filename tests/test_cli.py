@@ -64,3 +64,8 @@ def test_algorithms_columns_are_aligned(capsys):
         assert row[columns["inverse"]:].startswith("needed" if info.needs_inverse else "-")
         assert row[columns["space"]:].startswith(info.space.split()[0])
         assert row[columns["time per operation"]:].startswith(info.time.split()[0])
+
+
+def test_warm_names_an_unknown_group(capsys):
+    assert main(["warm", "--groups", "rollin"]) == 2
+    assert "'rollin'" in capsys.readouterr().err

@@ -98,3 +98,29 @@ def test_constant_arguments_share_one_compiled_copy_unless_only_a_constant_types
     assert caller(3) == 4 + 2 + 4 + 3 + 1.5
     assert len(step.signatures) == 1  # True, False and a computed bool: one copy
     assert len(item.signatures) == 2  # one per index
+
+
+RACE = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    import winagg
+    open(sys.argv[1] + "." + str(os.getpid()), "w").close()
+    while len([f for f in os.listdir(os.path.dirname(sys.argv[1])) if f.startswith("ready.")]) < 2:
+        time.sleep(0.01)  # both processes start compiling together
+    print(winagg.rolling(1 + (np.arange(50.0) % 101), 16, "sum", algorithm="two_stacks_lite")[-1])
+""")
+
+
+def test_processes_compiling_one_kernel_together_compile_it_once(tmp_path):
+    cache, ready = tmp_path / "cache", tmp_path / "ready"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "NUMBA_DEBUG_CACHE": "1"}
+    both = [subprocess.Popen([sys.executable, "-c", RACE, str(ready)], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [p.communicate(timeout=600)[0] for p in both]
+    assert [p.returncode for p in both] == [0, 0]
+    saves = [out.count("data saved to") for out in outputs]
+    loads = [out.count("data loaded from") for out in outputs]
+    # one process compiled and saved every function; the other waited and loaded the kernel
+    assert sorted(saves)[0] == 0 and sorted(saves)[1] > 0, saves
+    assert max(loads) > 0
+    assert [float(out.strip().splitlines()[-1]) for out in outputs] == [680.0, 680.0]  # the last 16 of 1..50

@@ -31,11 +31,16 @@ def _demo(args) -> int:
 
 
 def _warm(args) -> int:
-    from winagg import blockscan
+    from winagg import warmup
 
     start = time.perf_counter()
-    keys = blockscan.warm(args.aggs or blockscan.COMMON)
-    print(f"winagg warm: {len(keys)} kernels ready in numba's cache ({', '.join(keys)}) "
+    try:
+        tasks = warmup.tasks(args.groups, args.aggs)
+    except ValueError as error:
+        print(f"winagg warm: {error}", file=sys.stderr)
+        return 2
+    warmup.warm(tasks, jobs=args.jobs)
+    print(f"winagg warm: {len(tasks)} kernel groups ready in numba's cache ({', '.join(tasks)}) "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -155,13 +160,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="aggregations to compute (default: max mean stddev sum argmax)")
     demo.set_defaults(func=_demo)
 
-    warm = sub.add_parser("warm", help="compile winagg.rolling's commonest kernels into numba's cache",
-                          description="Compile the whole-array kernels of winagg.rolling's commonest aggregations "
-                                      "(float64 and int64 rows, sorted times) into numba's disk cache, so that "
-                                      "the first call of a later process loads them instead of compiling. "
-                                      "The README's setup runs it.")
+    warm = sub.add_parser("warm", help="compile winagg's commonest kernels into numba's cache",
+                          description="Compile the commonest kernels (winagg.rolling over rows, sorted and "
+                                      "unsorted times; winagg.Window; the pipeline's, with the spark extra) into "
+                                      "numba's disk cache, a process per aggregation, so that the first call of a "
+                                      "later process loads them instead of compiling. `pip install .` does this "
+                                      "when it builds the package; the README's setup runs it for the editable "
+                                      "install.")
+    warm.add_argument("--groups", nargs="+",
+                      help="which kernels: window fiba pipeline rolling (default: every group this environment "
+                           "can run)")
     warm.add_argument("--aggs", nargs="+",
-                      help="aggregations to compile (default: sum mean std var max min count)")
+                      help="aggregations to compile (default: each group's own: rolling "
+                           "sum mean std var max min count geomean bloom; fiba and window sum max)")
+    warm.add_argument("--jobs", type=_positive_int, metavar="N", help="processes at a time (default: the cores)")
     warm.set_defaults(func=_warm)
 
     algos = sub.add_parser("algorithms", help="list every algorithm with its bounds",

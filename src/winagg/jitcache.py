@@ -14,13 +14,18 @@ different processes never share a symbol once loaded into one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import pickle
+import threading
+import time
 import types
 
 import numba as nb
-from numba.core import errors, types as nbtypes
+from numba.core import errors, sigutils, types as nbtypes
 from numba.core.caching import FunctionCache
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
 from numba.core.extending import _Intrinsic
 from numba.core.registry import CPUDispatcher
@@ -115,6 +120,62 @@ class _PlainArgumentsDispatcher(CPUDispatcher):
             except errors.TypingError:
                 pass
         return super().get_call_template(args, kws)
+
+    def compile(self, sig):
+        # One process compiles a kernel, the others wait for it and load it from the cache (two
+        # test workers, or Spark's Python workers, used to compile the same kernel side by side).
+        # numba's compiler lock comes first, so that within a process one thread compiles at a time
+        # and every process takes the kernels' file locks in call order (callers before callees).
+        args, _ = sigutils.normalize_signature(sig)
+        if tuple(args) in self.overloads:
+            return super().compile(sig)
+        with global_compiler_lock, _one_compiler(self._cache):
+            return super().compile(sig)
+
+
+#: The lock files this process holds (a recursive compile of one function must not wait for itself).
+_HELD: set = set()
+_HELD_GUARD = threading.Lock()
+#: How long a process waits for another's compile before it compiles the kernel itself.
+WAIT_SECONDS = 900.0
+
+
+@contextlib.contextmanager
+def _one_compiler(cache):
+    """An exclusive lock on a file beside ``cache``'s index, held by whoever compiles that function.
+
+    Where there is no ``fcntl`` (Windows) or no writable cache folder, or after
+    :data:`WAIT_SECONDS` of waiting, the process compiles without the lock.
+    """
+    try:
+        import fcntl
+        path = os.path.join(cache.cache_path, cache._cache_file._index_name + ".lock")
+        handle = open(path, "a+b")
+    except (ImportError, OSError, AttributeError):
+        yield
+        return
+    with handle:
+        with _HELD_GUARD:
+            held = path in _HELD
+            _HELD.add(path)
+        locked = False
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not held and not locked:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    locked = True
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+            yield
+        finally:
+            if not held:
+                with _HELD_GUARD:
+                    _HELD.discard(path)
+            if locked:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _copy_of(fn: types.FunctionType) -> types.FunctionType:

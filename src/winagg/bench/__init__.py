@@ -31,6 +31,7 @@ EXPERIMENTS = {
     "spark": "winagg.bench.spark",
     "stream": "winagg.bench.stream",
     "peers": "winagg.bench.peers",
+    "cold": "winagg.bench.cold",
 }
 
 
