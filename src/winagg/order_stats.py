@@ -39,7 +39,9 @@ _LINEAR, _LOWER, _HIGHER, _MIDPOINT, _NEAREST = range(5)
 #: Rank method codes, in the order of ``RANK_METHODS``.
 _AVERAGE, _MIN, _MAX = range(3)
 #: Rows per chunk at least: a shorter chunk would sort its segment too often.
-MIN_CHUNK = 4096
+MIN_CHUNK = 1024
+#: Rows per chunk in longest windows: each chunk also sorts the window before its first row.
+CHUNK_WINDOWS = 2
 
 
 def handles(monoid) -> bool:
@@ -52,11 +54,10 @@ def rolling(values, window, monoid, times=None) -> np.ndarray:
     x = float_values(values, "values")
     n = x.shape[0]
     if times is None:
-        starts = np.maximum(np.arange(n, dtype=np.int64) - (int(window) - 1), 0)
-        return _sliding_answers(x, starts, monoid)
+        return _sliding_answers(x, int(window), _NO_STARTS, monoid)
     t, w, first_unsorted = read_times(times, window, n)
     if first_unsorted < 0:
-        return _sliding_answers(x, np.searchsorted(t, t - w, side="right").astype(np.int64), monoid)
+        return _sliding_answers(x, 0, np.searchsorted(t, t - w, side="right").astype(np.int64), monoid)
     return _arrival_answers(x, t, w, monoid)
 
 
@@ -67,11 +68,15 @@ def _codes(monoid):
     return False, float(monoid.q), INTERPOLATIONS.index(monoid.interpolation), True
 
 
-def _sliding_answers(x, starts, monoid):
+#: The ``starts`` of a row window: the kernels compute them from the window's rows.
+_NO_STARTS = np.zeros(0, np.int64)
+
+
+def _sliding_answers(x, rows, starts, monoid):
     is_rank, param, code, ascending = _codes(monoid)
     out = np.empty(x.shape[0], np.float64)
     if x.shape[0]:
-        _sliding(x if ascending else -x, starts, is_rank, param, code, out)
+        _sliding(x if ascending else -x, rows, starts, is_rank, param, code, out)
     return out
 
 
@@ -186,13 +191,13 @@ def _kth(tree, k, top):
 
 
 # ------------------------------------------------------------------ windows sliding forward
-def _sliding(keys, starts, is_rank, param, code, out):
+def _sliding(keys, rows, starts, is_rank, param, code, out):
     """Rows in chunks of ``chunk``; chunk c's windows lie in the ``width`` keys ending where the
     chunk ends. numpy sorts a batch of those segments (its vectorised sort is several times
     faster than a compiled one), the compiled loop runs their rows."""
     n = keys.shape[0]
-    longest = int(np.max(np.arange(1, n + 1) - starts))
-    chunk = max(longest, MIN_CHUNK)
+    longest = min(rows, n) if rows else int(np.max(np.arange(1, n + 1) - starts))
+    chunk = max(CHUNK_WINDOWS * longest, MIN_CHUNK)
     width = chunk + longest - 1
     chunks = -(-n // chunk)
     padded = np.full((width - chunk) + chunks * chunk, np.nan)  # NaN sorts last: never counted
@@ -201,7 +206,7 @@ def _sliding(keys, starts, is_rank, param, code, out):
     per_batch = max(1, SORT_BATCH // width)
     for first in range(0, chunks, per_batch):
         orders = np.argsort(segments[first:first + per_batch], axis=1)
-        _sliding_chunks(keys, starts, first, orders, chunk, is_rank, param, code, out)
+        _sliding_chunks(keys, rows, starts, first, orders, chunk, is_rank, param, code, out)
 
 
 #: Keys sorted in one numpy call: bounds the memory of the sort orders (8 bytes each).
@@ -209,7 +214,9 @@ SORT_BATCH = 1 << 22
 
 
 @nb.njit(cache=True)
-def _sliding_chunks(keys, starts, first_chunk, orders, chunk, is_rank, param, code, out):
+def _sliding_chunks(keys, rows, starts, first_chunk, orders, chunk, is_rank, param, code, out):
+    """The rows of the chunks from ``first_chunk``, their segments sorted by ``orders``; row i's
+    window starts at row ``max(i - rows + 1, 0)``, or at ``starts[i]`` when ``rows`` is 0."""
     n = keys.shape[0]
     width = orders.shape[1]
     slot = np.empty(width, np.int64)  # each segment row's place in sorted order
@@ -234,7 +241,8 @@ def _sliding_chunks(keys, starts, first_chunk, orders, chunk, is_rank, param, co
             tree[:] = 0
             _tie_runs(ordered, first_equal, after_equal)
         count, at, at_rank = 0, -1, 0  # at: the sorted place of the value of rank at_rank
-        low, high = starts[first], starts[first]  # rows low..high-1 are counted
+        low = _start(rows, starts, first)
+        high = low  # rows low..high-1 are counted
         for i in range(first, end):
             while high <= i:
                 if keys[high] == keys[high]:
@@ -248,7 +256,7 @@ def _sliding_chunks(keys, starts, first_chunk, orders, chunk, is_rank, param, co
                         at_rank += 1
                     count += 1
                 high += 1
-            while low < starts[i]:
+            while low < _start(rows, starts, i):
                 if keys[low] == keys[low]:
                     place = slot[low - base]
                     _mark(present, place, False)
@@ -322,6 +330,11 @@ def _mark(bits, place, on):
         bits[place >> 6] |= _ONE << np.uint64(place & 63)
     else:
         bits[place >> 6] &= ~(_ONE << np.uint64(place & 63))
+
+
+@nb.njit(cache=True, inline="always")
+def _start(rows, starts, i):
+    return max(i - rows + 1, 0) if rows else starts[i]
 
 
 @nb.njit(cache=True, inline="always")
