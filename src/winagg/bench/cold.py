@@ -103,7 +103,8 @@ def _copy_source(source: Path, target: Path) -> None:
     """The files git tracks in ``source`` (all of it outside git), so no build folder or cache goes along."""
     listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z"], capture_output=True)
     if listed.returncode != 0:
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".git"))
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".venv", "build", "__pycache__", ".git"),
+                        dirs_exist_ok=True)
         return
     for name in filter(None, listed.stdout.decode().split("\0")):
         path = source / name
