@@ -2,6 +2,8 @@
 
 usage: python stream_job.py MASTER INPUT OUTPUT CHECKPOINT RESULT_JSON [--batch BATCH_OUTPUT]
 
+MASTER is a master URL, or a Spark Connect URL (sc://HOST:PORT) to run on that server.
+
 Runs winagg.spark.sliding_stream over the Parquet files in INPUT (one file per
 micro-batch) into a Parquet sink, until every file is processed; with --batch
 it then also copies the sink's committed rows to BATCH_OUTPUT.stream and runs
@@ -23,11 +25,16 @@ def main(argv):
     master, source, sink, checkpoint, result = argv[:5]
     from oracle import CONCAT
 
-    from winagg.spark import session, sliding
-    from winagg.spark.streaming import sliding_stream
+    from winagg.spark import session, sliding, sliding_stream
 
-    spark = session(master, app_name="winagg-stream-test", conf={"spark.sql.shuffle.partitions": "2"})
-    spark.sparkContext.addPyFile(str(Path(__file__).resolve().parents[1] / "oracle.py"))
+    oracle = str(Path(__file__).resolve().parents[1] / "oracle.py")
+    settings = {"spark.sql.shuffle.partitions": "2"}
+    if master.startswith("sc://"):
+        spark = session(remote=master, app_name="winagg-stream-test", conf=settings)
+        spark.addArtifacts(oracle, pyfile=True)
+    else:
+        spark = session(master, app_name="winagg-stream-test", conf=settings)
+        spark.sparkContext.addPyFile(oracle)
     aggs = {**AGGS, "trail": (CONCAT, "tag")}
     events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(source)
     stream, dropped = sliding_stream(events, partition_by="origin", order_by="ts", range="1 hour", aggs=aggs,
