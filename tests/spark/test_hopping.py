@@ -305,9 +305,11 @@ def test_stream_hopping_late_rows_and_a_restart_equal_spark_window_streaming(spa
     _assert_equal_to_native(got, want)
 
 
-def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("general", [False, True], ids=["panes", "per-key trees"])
+def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spark, tmp_path, monkeypatch, general):
     """Keys are hashed into KEY_BUCKETS buckets and each bucket's state keeps that number: a
     checkpoint written with one count and resumed with another fails instead of mixing keys."""
+    from oracle import CONCAT
     from pyspark.errors import StreamingQueryException
 
     from winagg.spark import hopping_stream, streaming
@@ -328,7 +330,7 @@ def test_stream_hopping_resumed_with_another_bucket_count_fails_naming_both(spar
             spark.readStream.schema("id long, origin string, ts timestamp, delay double")
             .option("maxFilesPerTrigger", 1).parquet(str(folder)),
             partition_by="origin", order_by="ts", range="10 minutes", slide="4 minutes",
-            aggs={"max": ("max", "delay")}, lateness="10 minutes")
+            aggs={"trail": (CONCAT, "delay")} if general else {"max": ("max", "delay")}, lateness="10 minutes")
         query = (stream.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
         query.awaitTermination()

@@ -181,7 +181,7 @@ def _check_windows(got, want, unit, size, columns):
         if end != (start + size) * micros:
             bad.append(f"key {key} window {start}: ends at {end} us")
         for column, items in (("x", xs), ("y", ys)):
-            for agg in HOP_AGGS:
+            for agg in HOP_AGGS + ("std",):
                 name = f"{column}_{agg}"
                 if name in columns:
                     message = X.aggregate(agg, items, integer=column == "y").check(row[name])
@@ -299,29 +299,40 @@ def stream_rows(draw, span):
 
 
 def _stream_case(first, second, lateness):
-    """Two micro-batches' rows, ``[(batch, key, minute or None, x, y)]``: the generated ones (the
+    """Three micro-batches' rows, ``[(batch, key, minute or None, x, y)]``: the generated ones (the
     first batch never empty) and NEAR_LIMIT's in the first; in the second, a row exactly at the
-    watermark, a row without a time, and a row far ahead (its key ``~end``) whose watermark, in
-    the micro-batch without data that follows, closes every other window."""
+    watermark and a row without a time; in the third, rows of a key met anew (``new``) and of a
+    known one around the watermark that the second micro-batch's late rows are measured by (Spark
+    takes them into their windows that end after it) and the one it closes windows by, and a row
+    far ahead (its key ``~end``) whose watermark, in the micro-batch without data that follows,
+    closes every other window."""
     rows = [(0, key, STREAM_BASE + t, x, y) for key, t, x, y in first]
     rows += [(0, "near", STREAM_BASE + t, x, y) for t, x, y in zip(NEAR_LIMIT["t"], NEAR_LIMIT["x"], NEAR_LIMIT["y"])]
     watermark = max(r[2] for r in rows) - lateness
     rows += [(1, key, STREAM_BASE + t, x, y) for key, t, x, y in second]
-    rows += [(1, "k0", watermark, 2.5, -3), (1, "k1", None, 1.0, 1), (1, "~end", STREAM_BASE + 10 ** 5, None, None)]
+    rows += [(1, "k0", watermark, 2.5, -3), (1, "k1", None, 1.0, 1)]
+    closing = max(r[2] for r in rows if r[2] is not None) - lateness  # the third micro-batch's watermark
+    rows += [(2, "new", watermark + d, float(d), d) for d in (-7, -4, -2, -1, 0, 1, 3)]
+    rows += [(2, "new", closing + d, 0.25, d) for d in (-1, 0, 2)]
+    rows += [(2, "k1", watermark - 1, -0.5, 11), (2, "k1", closing, 4.0, 12)]
+    rows += [(2, "~end", STREAM_BASE + 10 ** 5, None, None)]
     return rows
 
 
 # one query per try (about 10 s once Spark's Python workers run); no shrinking, the message names
 # the key, window and column
+@pytest.mark.parametrize("kept", ["panes", "per-key trees"])
 @X.examples(ci=1, deep=20, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(first=stream_rows(20).filter(bool), second=stream_rows(30), size=st.integers(1, 5), slide=st.integers(1, 5),
        lateness=st.integers(0, 8))
-def test_hopping_stream_equals_the_oracle(spark, first, second, size, slide, lateness):
-    """``sliding_stream(..., slide=)`` fed two Parquet files, one micro-batch each: windows that close
-    in the second micro-batch with rows of both, rows out of order and behind the watermark (they
-    still count in the windows not reported before them), one exactly at it, one without a time,
-    doubles with NaN, nulls and infinities, long sums at int64's ends; in append mode, the windows
-    and the dropped count exact_oracle.stream_hopping_windows says (Spark's window())."""
+def test_hopping_stream_equals_the_oracle(spark, kept, first, second, size, slide, lateness):
+    """``sliding_stream(..., slide=)`` fed three Parquet files, one micro-batch each: windows that close
+    in a later micro-batch with rows of several, rows out of order and behind the watermark (they
+    still count in the windows not reported before their micro-batch), one exactly at it, one
+    without a time, a key met in the third micro-batch behind the watermark, doubles with NaN, nulls
+    and infinities, long sums at int64's ends; in append mode, the windows and the dropped count
+    exact_oracle.stream_hopping_windows says (Spark's window()), whether the stateful operator keeps
+    panes (count, sum, mean, min, max) or, with a std among the outputs, a tree per key and output."""
     import pyarrow.parquet as pq
 
     from winagg.spark.pipeline import stamp_in_order
@@ -335,13 +346,15 @@ def test_hopping_stream_equals_the_oracle(spark, first, second, size, slide, lat
             for where, (_, members) in windows.items()}
     assert not any(X.must_overflow(X.aggregate("sum", ys, integer=True)) for _, ys in want.values())
     aggs = {f"{c}_{a}": (a, c) for c in ("x", "y") for a in HOP_AGGS}  # no long reaches 2**63 - 512
+    if kept == "per-key trees":
+        aggs["x_std"] = ("std", "x")
     schema = pa.schema([("id", pa.int64()), ("k", pa.string()), ("t", pa.timestamp("us", "UTC")),
                         ("x", pa.float64()), ("y", pa.int64())])
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         (folder / "in").mkdir()
         paths = []
-        for n in range(2):
+        for n in range(3):
             mine = [(j, *r[1:]) for j, r in enumerate(rows) if r[0] == n]
             paths.append(folder / "in" / f"part-{n}.parquet")
             pq.write_table(pa.table({"id": [r[0] for r in mine], "k": [r[1] for r in mine],

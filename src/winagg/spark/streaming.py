@@ -32,10 +32,10 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import aggregations
-from ..times import datetimes_ns, duration_ns, time_array, timestamps
+from ..times import datetimes_ns, duration_ns, time_array
 from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, range_span
 from .hopping import exact_longs
-from .partition import Frame, Output, PartitionRun, PartitionWindows, compiled_plan, exact_sum_input
+from .partition import Frame, Output, PartitionRun, PartitionWindows
 
 
 #: The layout of a key's pickled state (3: times in nanoseconds, not microseconds; 4: tuple partials
@@ -377,15 +377,16 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     window ``[k*slide, k*slide + size)`` holding events, with ``range=size``,
     columns the keys, ``window_start``, ``window_end`` and the ``aggs``,
     emitted once the watermark reaches the window's end: the rows of Spark's
-    ``groupBy(keys, window(t, size, slide))`` in append mode. Each key keeps
-    one aggregator per output, of panes of ``gcd(size, slide)`` (see
-    :mod:`winagg.spark.hopping`), not a copy of each event per window. When
-    every output is count, sum, mean, max or min of a number, rows are combined
-    into panes before the stateful operator, which keeps the panes of the keys
-    hashed into one of ``KEY_BUCKETS`` buckets as one state value (the number is
-    kept in the state: a checkpoint resumed with another fails, naming both). As in Spark's window(), an event
-    behind the watermark still counts in its windows not yet reported; one whose
-    windows have all been reported is dropped and counted in ``dropped``.
+    ``groupBy(keys, window(t, size, slide))`` in append mode. Keys are hashed into
+    :data:`winagg.spark.hopping_stream.KEY_BUCKETS` buckets, one stateful call per bucket
+    and micro-batch (the number is kept in the state: a checkpoint resumed with another
+    fails, naming both). Each key keeps one aggregator per output, of panes of
+    ``gcd(size, slide)`` (see :mod:`winagg.spark.hopping`), not a copy of each event per
+    window; when every output is count, sum, mean, max or min of a number, rows are
+    combined into panes before the stateful operator, which keeps a bucket's panes as
+    arrays. As in Spark's window(), an event counts in its windows that end after the
+    watermark of the micro-batch before its own, even when it is behind the watermark; one
+    all of whose windows ended by then is dropped and counted in ``dropped``.
 
     Returns ``(stream, dropped)``: the streaming DataFrame (append mode) and a
     :class:`DroppedEvents` counter.
@@ -404,7 +405,9 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     outputs = _outputs(df, aggs)
     delay = watermark_delay(lateness)
     if slide is not None:
-        return _hopping_stream(df, keys, order_by, range, slide, outputs, delay)
+        from .hopping_stream import hopping_stream
+
+        return hopping_stream(df, keys, order_by, range, slide, outputs, delay)
     ranges = range if isinstance(range, Mapping) else {o.name: range for o in outputs}
     missing = [o.name for o in outputs if o.name not in ranges]
     if missing:
@@ -442,245 +445,3 @@ def _arrow_input_type(df, column):
     from .batch import _arrow_type
 
     return _arrow_type(df.schema[column].dataType)
-
-
-def _hopping_processor_class():
-    from pyspark import cloudpickle
-    from pyspark.sql.streaming import StatefulProcessor
-
-    from .hopping import WINDOW_COLUMNS, HoppingWindows, key_text
-
-    class HoppingProcessor(StatefulProcessor):
-        """transformWithStateInPandas processor: a :class:`HoppingWindows` per key."""
-
-        def __init__(self, config):
-            self.config = config
-
-        def init(self, handle) -> None:
-            self.handle = handle
-            self.state = handle.getValueState("windows", "blob binary")
-
-        def _load(self) -> "HoppingWindows":
-            c = self.config
-            if self.state.exists():
-                return pickle.loads(zlib.decompress(self.state.get()[0])).bind(c["outputs"])
-            return HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"], c["long_columns"])
-
-        def _step(self, key, windows, events, times, watermark_ms) -> Iterator[pd.DataFrame]:
-            c = self.config
-            closed = windows.step(events, times, _watermark(watermark_ms), key_text(c["keys"], key))
-            for timer in list(self.handle.listTimers()):
-                self.handle.deleteTimer(timer)
-            end = windows.next_end()
-            if end is not None:  # fires once the watermark reaches the end of the next window
-                self.handle.registerTimer(_timer_at(end))
-            # cloudpickle: a user monoid may come from a module this process cannot import
-            self.state.update((zlib.compress(cloudpickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL), 1),))
-            if closed is not None and closed.num_rows:
-                frame = pd.DataFrame({name: [value] * closed.num_rows for name, value in zip(c["keys"], key)})
-                for name in WINDOW_COLUMNS:
-                    frame[name] = timestamps(closed.column(name).to_numpy(), None if c["ntz"] else "UTC")
-                for output in c["outputs"]:
-                    frame[output.name] = pd.Series(closed.column(output.name).to_pylist(), dtype=object)
-                yield frame[c["columns"]]
-
-        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-            c = self.config
-            windows = self._load()
-            watermark_ms = timerValues.getCurrentWatermarkInMs()
-            events, times, untimed = c["crossing"].read(rows)
-            # as Spark's window(): an event still counts in the windows not yet reported; it is
-            # late (dropped, counted) when every window holding it has been reported
-            late = times < windows.first_open()
-            dropped = untimed + int(late.sum())
-            if c["dropped"] is not None and dropped:
-                c["dropped"].add(dropped)
-            yield from self._step(c["crossing"].key(key), windows, events[~late].reset_index(drop=True), times[~late],
-                                  watermark_ms)
-
-        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-            yield from self._step(self.config["crossing"].key(key), self._load(), None, None,
-                                  timerValues.getCurrentWatermarkInMs())
-
-        def close(self) -> None:
-            pass
-
-    return HoppingProcessor
-
-
-def _pane_processor_class():
-    from pyspark.sql.streaming import StatefulProcessor
-
-    from .panes import BUCKET_COLUMN, PaneWindows
-
-    class PaneProcessor(StatefulProcessor):
-        """transformWithStateInPandas processor: a :class:`PaneWindows` per bucket of keys.
-
-        Per call: one state read, one write, and a timer changed only when the
-        next window end moves (the registered one is kept in the state).
-        """
-
-        def __init__(self, config):
-            self.config = config
-
-        def init(self, handle) -> None:
-            self.handle = handle
-            self.state = handle.getValueState("panes", "blob binary")
-
-        def _load(self) -> "PaneWindows":
-            c = self.config
-            stored = self.state.get()
-            if stored is None:
-                return PaneWindows(c["outputs"], c["size"], c["slide"], c["keys"], c["parts"], c["key_fields"],
-                                   c["buckets"])
-            windows = pickle.loads(stored[0]).bind(c["outputs"], c["key_fields"])
-            if [tuple(part) for part in windows.parts] != [tuple(part) for part in c["parts"]]:
-                raise SparkInputError(
-                    f"this checkpoint's hopping panes keep the numbers {[p[:2] for p in windows.parts]}, the query "
-                    f"needs {[p[:2] for p in c['parts']]} (a sum or mean of a long column keeps the exact int64 "
-                    f"halves 'high' and 'low', not a float64 'sum'): start the query from a new checkpoint")
-            if windows.buckets != c["buckets"]:
-                raise SparkInputError(
-                    f"this checkpoint's hopping windows hash keys into {windows.buckets} buckets, the query into "
-                    f"{c['buckets']}: resume it with winagg.spark.streaming.KEY_BUCKETS = {windows.buckets} set "
-                    f"before sliding_stream is called, or start from a new checkpoint")
-            return windows
-
-        def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
-            c = self.config
-            closed, dropped = windows.step(panes, _watermark(watermark_ms))
-            if dropped and c["dropped"] is not None:
-                c["dropped"].add(dropped)
-            end = windows.next_end()
-            timer = None if end is None else _timer_at(end)
-            if timer != windows.timer:
-                if windows.timer is not None and windows.timer != expired:
-                    self.handle.deleteTimer(windows.timer)
-                if timer is not None:
-                    self.handle.registerTimer(timer)
-                windows.timer = timer
-            self.state.update((pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),))
-            if closed is not None and closed.num_rows:
-                yield _pane_frame(closed, c)
-
-        def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-            c = self.config
-            frame = pd.concat(list(rows), ignore_index=True)
-            # by position (Spark renames some of them): the pane step's columns, the long keys' null
-            # flags, then the bucket
-            crossing = c["crossing"]
-            frame.columns = list(crossing.columns) + [BUCKET_COLUMN]
-            frame = crossing.restore(frame.drop(columns=BUCKET_COLUMN))
-            panes = pa.Table.from_pandas(frame, schema=c["pane_schema"], preserve_index=False, nthreads=1)
-            yield from self._step(self._load(), panes, timerValues.getCurrentWatermarkInMs())
-
-        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
-            yield from self._step(self._load(), None, timerValues.getCurrentWatermarkInMs(),
-                                  expiredTimerInfo.getExpiryTimeInMs())
-
-        def close(self) -> None:
-            pass
-
-    return PaneProcessor
-
-
-def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
-    """The closed windows as the pandas frame Spark converts back (nulls as None or NaN)."""
-    from .hopping import WINDOW_COLUMNS
-
-    frame = {}
-    for name in config["columns"]:
-        column = closed.column(name)
-        if name in WINDOW_COLUMNS:  # int64 nanoseconds, never null
-            frame[name] = timestamps(column.to_numpy(), None if config["ntz"] else "UTC")
-        elif column.null_count == 0 and (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
-            frame[name] = column.to_numpy()
-        else:
-            frame[name] = pd.Series(column.to_pylist(), dtype=object)
-    return pd.DataFrame(frame)
-
-
-#: How many buckets the keys of a hopping stream with pane-combinable outputs are hashed into: the
-#: stateful operator runs once per bucket and micro-batch, not once per key, and each call costs a
-#: state read and write and a timer whatever the bucket holds, so few buckets (enough to spread
-#: over the stateful operator's partitions) are cheaper than many. Read when sliding_stream is
-#: called and kept in every bucket's state: a checkpoint resumed with another count fails, naming
-#: both.
-KEY_BUCKETS = 8
-
-
-def _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets):
-    """:func:`sliding_stream` with ``slide=`` and pane-combinable outputs: rows become panes before
-    the stateful operator, which keeps every bucket's panes as arrays."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType, TimestampNTZType
-
-    from .batch import _arrow_type
-    from .hopping import WINDOW_COLUMNS
-    from .panes import BUCKET_COLUMN, PaneCombine, pane_schema
-
-    accumulator = df.sparkSession.sparkContext.accumulator(0)
-    key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
-    schema = pane_schema(key_fields, parts)
-    pane = math.gcd(size_ns, slide_ns)
-    combine = PaneCombine(keys, order_by, pane, parts, schema, accumulator)
-    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
-    pane_rows = df.select(*needed).withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
-    # grouped by bucket: the keys are values
-    crossed, crossing = _Crossing.of(pane_rows, (), None, keys).encode(pane_rows)
-    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
-              "key_fields": key_fields, "columns": columns, "dropped": accumulator,
-              "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets),
-              "crossing": crossing}
-    out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                            + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
-    # The bucket is a function of the keys: added to the panes, not to every row that crosses into Python
-    # (each column costs 40-100 ns a row there, 80-200 ms of a 2,000,000-row micro-batch).
-    panes = crossed.withColumn(BUCKET_COLUMN, F.pmod(F.xxhash64(*keys), F.lit(int(buckets))).cast("int"))
-    stream = panes.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
-        _pane_processor_class()(config), out_schema, "Append", "EventTime")
-    return stream, DroppedEvents(accumulator)
-
-
-def _hopping_stream(df, keys, order_by, size, slide, outputs, delay):
-    """:func:`sliding_stream` with ``slide=``."""
-    from pyspark.sql.types import StructField, StructType, TimestampNTZType
-
-    from .batch import _arrow_type, hopping_spans
-    from .hopping import WINDOW_COLUMNS
-    from .partition import Frame
-
-    if isinstance(size, Mapping):
-        raise SparkInputError("with slide=, range is one window size for every output, not a mapping")
-    time_type = df.schema[order_by].dataType
-    size_ns, slide_ns = hopping_spans(df, [order_by], Frame(span=range_span(size, time_type)), size, slide)
-    taken = set(keys) | set(WINDOW_COLUMNS)
-    clash = [o.name for o in outputs if o.name in taken]
-    if clash:
-        raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
-    from .panes import pane_parts
-
-    parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
-    compile_kernels(outputs, panes=parts is not None)
-    if parts is not None:
-        return _pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type,
-                            KEY_BUCKETS)
-    keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
-    longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
-    accumulator = df.sparkSession.sparkContext.accumulator(0)
-    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
-    crossed, crossing = _Crossing.of(df, keys, order_by, needed).encode(
-        _watermarked(df.select(*needed), order_by, delay))
-    config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "columns": columns,
-              "keyed_columns": keyed, "long_columns": longs, "dropped": accumulator,
-              "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing}
-    schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
-    processor = _hopping_processor_class()(config)
-    stream = crossed.groupBy(*crossing.grouping()).transformWithStateInPandas(processor, schema, "Append",
-                                                                              "EventTime")
-    return stream, DroppedEvents(accumulator)
