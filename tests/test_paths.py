@@ -10,7 +10,7 @@ and unsorted times, empty and one-row inputs. Every path must give the oracle's 
   and with ``"fiba"``;
 * ``winagg.make(algorithm, agg)`` fed item by item (evict, bulk_evict, evict_oldest to slide);
 * ``winagg.Window`` count windows (``rows=``) and time windows (size, slide, lateness);
-* ``winagg.store.StoredWindow`` on SQLite;
+* ``winagg.store.StoredWindow`` on SQLite and on a real redis-server;
 * Spark batch: tests/spark/test_paths_spark.py.
 
 To keep numba compiles few, each example picks one algorithm and one aggregation. Depth
@@ -20,6 +20,7 @@ follows the Hypothesis profile: ``HYPOTHESIS_PROFILE=deep`` explores for about a
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tempfile
@@ -36,6 +37,7 @@ from hypothesis import strategies as st
 
 import exact_oracle as X
 import winagg
+from redis_server import redis_port  # noqa: F401 (a fixture)
 
 examples = X.examples
 
@@ -548,19 +550,31 @@ def test_window_time(case, agg, slide, lateness, compiled, data):
         _check_window_value(agg, case, rows, r, what, want)
 
 
-# ---------------------------------------------------------------- stored windows (SQLite)
+# ---------------------------------------------------------------- stored windows (SQLite, Redis)
+_redis_prefixes = itertools.count()
+
+
+def _store(kind: str, folder: str, port: int):
+    from winagg.store import RedisStore, SQLiteStore
+
+    if kind == "sqlite":
+        return SQLiteStore(os.path.join(folder, "w.db"))
+    return RedisStore(port=port, prefix=f"paths:{next(_redis_prefixes)}")
+
+
 @examples(ci=20, deep=2000)
 @given(case=cases(unsorted=False, max_rows=10), agg=st.sampled_from(NUMERIC + ORDERED),
-       algorithm=st.sampled_from(["amta", "lmta"]), buffer_size=st.sampled_from([2, 4, 512]))
-def test_stored_window_sqlite(case, agg, algorithm, buffer_size):
-    from winagg.store import SQLiteStore, StoredWindow
+       algorithm=st.sampled_from(["amta", "lmta"]), buffer_size=st.sampled_from([2, 4, 512]),
+       kind=st.sampled_from(["sqlite", "redis"]))
+def test_stored_window(redis_port, case, agg, algorithm, buffer_size, kind):
+    from winagg.store import StoredWindow
 
     note(describe(case))
     want = X.answers(agg, case.oracle_values(), case.windows(), integer=case.integer)
-    what = f"StoredWindow({agg!r}, {algorithm!r}, buffer_size={buffer_size})"
+    what = f"StoredWindow({agg!r}, {algorithm!r}, buffer_size={buffer_size}) on {kind}"
     items = case.items()
     with tempfile.TemporaryDirectory() as folder:
-        with StoredWindow(SQLiteStore(os.path.join(folder, "w.db")), monoid_of(agg), algorithm=algorithm,
+        with StoredWindow(_store(kind, folder, redis_port), monoid_of(agg), algorithm=algorithm,
                           buffer_size=buffer_size) as window:
             message = X.aggregate(agg, [], integer=case.integer).check(window.query())
             assert message is None, f"{what}: query() of the empty window: {message}"

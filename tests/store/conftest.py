@@ -1,53 +1,10 @@
-"""A real redis-server on a free loopback port for the store tests (no persistence), stopped afterwards;
-and ``backend``: real SQLite files or that server, with raw access to what a window stored in them."""
+"""``backend``: real SQLite files or a real redis-server (``redis_port``, :mod:`redis_server`), with raw
+access to what a window stored in them."""
 
 import itertools
-import shutil
-import socket
-import subprocess
-import time
 
 import pytest
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _install_redis_server():
-    # the issue asks the tests to install the server when it is missing (root on CI machines)
-    subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "redis-server"], check=True)
-
-
-@pytest.fixture(scope="session")
-def redis_port():
-    """Port of a redis-server started for this test session on 127.0.0.1."""
-    if shutil.which("redis-server") is None:
-        _install_redis_server()
-    port = _free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError(f"redis-server did not come up on port {port}")
-            time.sleep(0.05)
-        yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+from redis_server import redis_port  # noqa: F401 (a fixture)
 
 
 class SQLiteFiles:
