@@ -221,8 +221,8 @@ def test_warm_leaves_the_kernels_a_later_process_needs_in_the_cache(tmp_path):
     import sys
 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "-m", "winagg.cli", "warm", "--aggs", "sum", "max"], env=env, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "winagg.cli", "warm", "--groups", "rolling", "--aggs", "sum", "max"],
+                   env=env, check=True, capture_output=True)
     warmed = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.nbc"))
     calls = ("import numpy as np, winagg\n"
              "x = np.array([1.0, np.nan, 3.0, 4.0])\n"
