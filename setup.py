@@ -11,6 +11,7 @@ compiling on their first call (``winagg.warmup`` says when such a cache is used 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -25,6 +26,8 @@ class BuildWithKernels(build_py):
         # the built package first; pip's isolated build environment comes on the path after it
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(self.build_lib), env.get("PYTHONPATH")]))
         subprocess.run([sys.executable, "-m", "winagg.warmup", "--all"], env=env, check=True)
+        for lock in Path(self.build_lib).rglob("__pycache__/*.lock"):  # the compile locks stay out of the wheel
+            lock.unlink()
 
 
 setup(cmdclass={"build_py": BuildWithKernels})
