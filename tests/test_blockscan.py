@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from winagg import blockscan
+from winagg import blockscan, pieces
 
 RNG = np.random.default_rng(2024)
 VALUES = RNG.normal(loc=3.0, scale=2.0, size=157)
@@ -78,7 +78,7 @@ def test_given_starts_and_pieces_on_threads(key, monkeypatch):
     starts = np.maximum(firsts, np.arange(len(VALUES)) - 6)
     want = np.array([reduce_valid(VALUES[starts[i]:i + 1], key) for i in range(len(VALUES))])
     assert same(blockscan.rolling(VALUES, None, key, starts=starts), want)
-    monkeypatch.setattr(blockscan, "ROWS_PER_THREAD", 8)  # pieces of a few segments each
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 8)  # pieces of a few segments each
     for threads in (2, 5):
         for args, kwargs in (((VALUES, 5, key), {}), ((VALUES, None, key), dict(times=TIMES, span=5)),
                              ((VALUES, None, key), dict(starts=starts))):

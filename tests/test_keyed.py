@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import winagg
-from winagg import blockscan
+from winagg import blockscan, pieces
 
 PANDAS_AGGS = ["sum", "mean", "min", "max", "std", "var", "count"]
 RNG = np.random.default_rng(4040)
@@ -141,7 +141,7 @@ def test_dataframe_by_column_names_gives_a_frame_of_value_columns():
 
 
 def test_threads_give_the_serial_bits(monkeypatch):
-    monkeypatch.setattr(blockscan, "ROWS_PER_THREAD", 16)
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 16)
     values = RNG.normal(loc=1e6, size=4000)
     values[::37] = np.nan
     keys = RNG.integers(0, 30, values.size)
@@ -174,7 +174,7 @@ def test_median_per_key():
 def test_key_order_and_bounds_on_threads_match_one_thread(monkeypatch):
     from winagg import keyed
 
-    monkeypatch.setattr(keyed, "ROWS_PER_THREAD", 10)
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 10)
     keys = RNG.integers(0, 7, 500)
     serial, split = keyed.groups_of(keys, 500, 1), keyed.groups_of(keys, 500, 4)
     assert np.array_equal(split.order, np.argsort(keys, kind="stable"))

@@ -56,6 +56,7 @@ import numba as nb
 import numpy as np
 
 from . import jitcache
+from .pieces import in_pieces, segment_end as _time_segment_end
 
 #: Compiled keys handled here (see ``Aggregation.compiled_for(dtype).key``).
 
@@ -78,10 +79,8 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     and for unsorted times, so that the caller can run its per-item kernels instead.
 
     ``threads`` (>= 1) splits the scans of sum, mean, max, min, var and std
-    into that many pieces run at once; each piece starts one segment early and
-    recomputes it, so every answer is combined from the same partials in the same
-    order as in one piece (the results are the same bits). The default, 1, runs
-    in the calling thread.
+    into that many pieces run at once (:func:`winagg.pieces.in_pieces`: the
+    results are the same bits). The default, 1, runs in the calling thread.
     """
     if key not in KEYS or not isinstance(values, np.ndarray) or values.ndim != 1:
         return None
@@ -169,72 +168,6 @@ def _starts_kernel(t, span, starts):
     return widest
 
 
-# ---------------------------------------------------------------- pieces run at once
-#: Fewer rows than this per thread are scanned in one piece: starting a thread and recomputing
-#: one segment would cost more than the piece saves.
-ROWS_PER_THREAD = 1 << 16
-
-
-def in_pieces(kernel, x, starts, width, widest, threads, out, extra):
-    """Run ``kernel(x, starts, width, *extra(widest), out, first)`` over ``threads`` pieces of the
-    rows at once; the sum of the pieces' returns (saw_nan, extreme answers).
-
-    A piece [lo, hi) begins at a segment boundary and is scanned from the start of the
-    segment before it (``first`` = the rows of that segment, whose answers the kernel does not
-    write): its windows then see the same suffix and prefix partials as in one scan over all
-    rows. The kernels release the GIL, so the pieces run on threads of a pool.
-    """
-    n = x.shape[0]
-    befores, cuts = _piece_cuts(n, starts, width, threads)
-    if len(cuts) <= 2:
-        return kernel(x, starts, width, *extra(widest), out, 0)
-
-    def piece(k):
-        before, lo, hi = befores[k], cuts[k], cuts[k + 1]
-        local = starts if width > 0 else np.maximum(starts[before:hi] - before, 0)
-        return kernel(x[before:hi], local, width, *extra(widest), out[before:hi], lo - before)
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(cuts) - 1) as pool:
-        return sum(pool.map(piece, range(len(cuts) - 1)))
-
-
-def _piece_cuts(n, starts, width, threads):
-    """``(befores, cuts)``: segment boundaries ``0 = c_0 < ... < c_p = n`` that cut the rows into at
-    most ``threads`` pieces of about equal size, and the first row of the segment before each
-    piece's first (0 for the first piece)."""
-    pieces = min(threads, n // ROWS_PER_THREAD)
-    if pieces <= 1:
-        return [0], [0, n]
-    wanted = np.array([n * k // pieces for k in range(1, pieces)], np.int64)
-    if width > 0:
-        cuts = wanted - wanted % width
-        befores = cuts - width
-    else:
-        befores, cuts = _segments_at(starts, wanted)
-    keep = (cuts > 0) & (cuts < n) & np.r_[True, cuts[1:] > cuts[:-1]]
-    return [0, *befores[keep].tolist()], [0, *cuts[keep].tolist(), n]
-
-
-@nb.njit(cache=True, nogil=True)
-def _segments_at(starts, rows):
-    """For each of the increasing ``rows``: the first segment boundary at or after it (or n) and the
-    boundary before that one, walking the segments as the kernels cut them."""
-    n = starts.shape[0]
-    cuts = np.empty(rows.shape[0], np.int64)
-    befores = np.empty(rows.shape[0], np.int64)
-    before = 0
-    c = 0
-    for q in range(rows.shape[0]):
-        while c < rows[q] and c < n:
-            before = c
-            c = _time_segment_end(starts, n, c)
-        befores[q] = before
-        cuts[q] = c
-    return befores, cuts
-
-
 def _scratch(rows: int, widest: int) -> np.ndarray:
     """Buffers for the kernels: a segment is never longer than the widest window."""
     return np.empty((rows, widest + 1), np.float64)
@@ -245,15 +178,6 @@ def _scratch(rows: int, widest: int) -> np.ndarray:
 # closure: numba drops the branches of the other kind before typing them). A first call then
 # compiles only its kind's code: with an empty cache, std's first call over rows took 0.81-0.85 s
 # against 0.90-0.95 s for one kernel of both kinds (four fresh processes each).
-@nb.njit(cache=True, inline="always", nogil=True)
-def _time_segment_end(starts, n, c):
-    """One past the last row whose time window starts at or before row ``c``."""
-    e = c + 1
-    while e < n and starts[e] <= c:
-        e += 1
-    return e
-
-
 _kernels: dict = {}
 
 

@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 
 from .driver import OutOfOrderPlan, Plan
+from .pieces import even_cuts, on_threads
 
 _NONE_I = np.empty(0, np.int64)
 _NONE_B = np.empty(0, np.bool_)
@@ -61,33 +62,10 @@ class Groups(NamedTuple):
         return np.arange(self.firsts[-1], dtype=np.int64) if self.order is None else self.order
 
 
-#: Fewer rows than this per thread run in the calling thread (as in :mod:`winagg.blockscan`).
-ROWS_PER_THREAD = 1 << 16
-
-
-def on_threads(kernel, n: int, threads: int, *args, cuts=None) -> None:
-    """``kernel(*args, lo, hi)`` over ``[0, n)`` cut into up to ``threads`` ranges run at once (the
-    kernels release the GIL and write disjoint rows); ``cuts`` gives the ranges' bounds instead."""
-    if cuts is None:
-        pieces = max(1, min(threads, n // ROWS_PER_THREAD))
-        cuts = [n * k // pieces for k in range(pieces + 1)]
-    if len(cuts) <= 2:
-        if len(cuts) == 2:
-            kernel(*args, cuts[0], cuts[1])
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(cuts) - 1) as pool:
-        list(pool.map(lambda k: kernel(*args, cuts[k], cuts[k + 1]), range(len(cuts) - 1)))
-
-
 def _group_cuts(firsts: np.ndarray, threads: int) -> list:
     """Group indexes that cut the keys into up to ``threads`` runs of about equal rows."""
-    n = int(firsts[-1])
-    pieces = max(1, min(threads, n // ROWS_PER_THREAD))
-    wanted = [n * k // pieces for k in range(1, pieces)]
     groups = firsts.shape[0] - 1
-    inner = np.searchsorted(firsts, wanted).tolist()
+    inner = np.searchsorted(firsts, even_cuts(int(firsts[-1]), threads)[1:-1]).tolist()
     return sorted({0, groups, *(g for g in inner if 0 < g < groups)})
 
 
@@ -126,13 +104,12 @@ def _stable_order(codes, firsts, threads):
     """A stable sort of the rows by code, by counting: each range of rows counts its codes, and
     then writes its rows into the slots that follow the earlier ranges' rows of each code."""
     n = codes.shape[0]
-    pieces = max(1, min(threads, n // ROWS_PER_THREAD))
-    cuts = [n * k // pieces for k in range(pieces + 1)]
+    cuts = even_cuts(n, threads)
     order = np.empty(n, np.int64)
-    if pieces == 1:
+    if len(cuts) <= 2:
         _place(codes, firsts[:-1].copy(), order, 0, n)
         return order
-    counts = np.zeros((pieces, firsts.shape[0] - 1), np.int64)
+    counts = np.zeros((len(cuts) - 1, firsts.shape[0] - 1), np.int64)
     on_threads(lambda lo, hi: _count(codes, counts[cuts.index(lo)], lo, hi), n, threads, cuts=cuts)
     slots = firsts[:-1] + np.cumsum(counts, axis=0) - counts  # where each range's rows of a code begin
     on_threads(lambda lo, hi: _place(codes, slots[cuts.index(lo)], order, lo, hi), n, threads, cuts=cuts)

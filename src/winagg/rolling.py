@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Optional
 
 import numpy as np
@@ -16,6 +15,7 @@ from .driver import (compiled_driver, compiled_out_of_order_driver, python_drive
 from .registry import check_monoid_fits, info, out_of_order
 from .aggregations.sketches import item_keys
 from .slide_policies import Multi
+from .pieces import thread_count
 
 if TYPE_CHECKING:
     import datetime
@@ -190,17 +190,6 @@ def _key_by_key(array, window, monoid, times, groups):
         out = np.empty(array.shape[0], answers.dtype) if out is None else out
         out[own] = answers
     return np.empty(0) if out is None else out
-
-
-def thread_count(threads) -> int:
-    """``threads`` checked, or every core this process may run on when it is None."""
-    if threads is None:
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise TypeError(f"threads must be a whole number of threads (or None for every core), got {threads!r}")
-    if threads < 1:
-        raise ValueError(f"threads must be at least 1, got {threads}")
-    return int(threads)
 
 
 def _each_column(frame, window, agg, by, times, algorithm, threads):
