@@ -140,7 +140,7 @@ def _threads(word: str):
 
 
 def _threads_label(threads) -> str:
-    from ..rolling import thread_count
+    from ..pieces import thread_count
 
     return f"all ({thread_count(None)})" if threads is None else str(threads)
 
@@ -178,7 +178,8 @@ def row_calls(values: np.ndarray, window: int, agg: str, threads=1) -> dict:
     import polars as pl
 
     from .. import blockscan
-    from ..rolling import rolling, thread_count
+    from ..pieces import thread_count
+    from ..rolling import rolling
 
     key = _key(agg)
     series = pd.Series(values)
@@ -202,7 +203,8 @@ def time_calls(values: np.ndarray, times: np.ndarray, agg: str, threads=1) -> di
     import polars as pl
 
     from .. import blockscan
-    from ..rolling import rolling, thread_count
+    from ..pieces import thread_count
+    from ..rolling import rolling
 
     key = _key(agg)
     ticks = times.view(np.int64)
