@@ -201,13 +201,17 @@ def _sliding(keys, rows, starts, is_rank, param, code, out):
     chunk = max(CHUNK_WINDOWS * longest, MIN_CHUNK)
     width = chunk + longest - 1
     chunks = -(-n // chunk)
-    padded = np.full((width - chunk) + chunks * chunk, np.nan)  # NaN sorts last: never counted
-    padded[width - chunk:width - chunk + n] = keys
+    # NaN rows (never counted) and the padding sort as +inf: numpy's vectorised sort leaves
+    # that path for a much slower one when it meets a NaN
+    padded = np.full((width - chunk) + chunks * chunk, np.inf)
+    inside = padded[width - chunk:width - chunk + n]
+    inside[:] = keys
+    inside[np.isnan(inside)] = np.inf
     segments = np.lib.stride_tricks.sliding_window_view(padded, width)[::chunk]
     per_batch = max(1, SORT_BATCH // width)
     for first in range(0, chunks, per_batch):
         orders = np.argsort(segments[first:first + per_batch], axis=1)
-        _sliding_chunks(keys, rows, starts, first, orders, chunk, is_rank, param, code, out)
+        _sliding_chunks(keys, padded, rows, starts, first, orders, chunk, is_rank, param, code, out)
 
 
 #: Keys sorted in one numpy call: bounds the memory of the sort orders (8 bytes each).
@@ -215,9 +219,10 @@ SORT_BATCH = 1 << 22
 
 
 @nb.njit(cache=True)
-def _sliding_chunks(keys, rows, starts, first_chunk, orders, chunk, is_rank, param, code, out):
-    """The rows of the chunks from ``first_chunk``, their segments sorted by ``orders``; row i's
-    window starts at row ``max(i - rows + 1, 0)``, or at ``starts[i]`` when ``rows`` is 0."""
+def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_rank, param, code, out):
+    """The rows of the chunks from ``first_chunk``, their segments of ``padded`` (the keys after
+    ``width - chunk`` places, NaN as +inf) sorted by ``orders``; row i's window starts at row
+    ``max(i - rows + 1, 0)``, or at ``starts[i]`` when ``rows`` is 0."""
     n = keys.shape[0]
     width = orders.shape[1]
     slot = np.empty(width, np.int64)  # each segment row's place in sorted order
@@ -236,7 +241,7 @@ def _sliding_chunks(keys, rows, starts, first_chunk, orders, chunk, is_rank, par
         for p in range(width):
             row = orders[c, p]
             slot[row] = p
-            ordered[p] = keys[base + row] if 0 <= base + row < n else np.nan
+            ordered[p] = padded[first + row]  # segment c starts at padded[c * chunk]
         present[:] = 0
         if is_rank:
             tree[:] = 0
