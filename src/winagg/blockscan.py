@@ -241,13 +241,15 @@ def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
 
     @jitcache.njit(error_model="numpy", nogil=True)
     def kernel(x, starts, width, scratch, out, first):
-        # scratch rows: this segment's prefix scans, its suffix scans, the suffix scans of the
-        # segment before; rows 3-5 the same for the counts of valid values (``counted`` only).
+        # scratch rows 1-2: this segment's suffix scans and those of the segment before; rows 4-5
+        # the same for the counts of valid values (``counted`` only); rows 0 and 3 are not used.
+        # One pass per segment runs two independent chains, its prefix (each answer comes at once
+        # from the prefix and the suffix of the segment before) and its suffix, for the next.
         # Loop indices are unsigned: numba then emits no negative-index wraparound.
         n = x.shape[0]
         one = np.uint64(1)
-        prefix, suffix, previous = scratch[0], scratch[1], scratch[2]
-        prefix_n, suffix_n, previous_n = scratch[3], scratch[4], scratch[5]
+        suffix, previous = scratch[1], scratch[2]
+        suffix_n, previous_n = scratch[4], scratch[5]
         for k in range(previous.shape[0]):
             previous[k] = identity  # no segment before the first
             previous_n[k] = 0.0
@@ -259,52 +261,40 @@ def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
             m = np.uint64(e - c)
             base = np.uint64(c)
             last = np.uint64(e - 1)
-            # two independent chains per step: the prefix of [c, e) and its suffix
+            before = np.uint64(c_prev)
             p = identity
             s = identity
-            segment_nan = False
-            for k in range(m):
-                v = x[base + k]
-                segment_nan |= v != v
-                p = combine(p, lift(v))
-                prefix[k] = p
-                s = combine(s, lift(x[last - k]))
-                suffix[m - one - k] = s
-            saw_nan |= segment_nan
-            if counted:  # valid values per partial: a scan only where the segment holds a NaN
-                if segment_nan:
-                    pn = 0.0
-                    sn = 0.0
-                    for k in range(m):
-                        v = x[base + k]
-                        pn += 1.0 if v == v else 0.0
-                        prefix_n[k] = pn
-                        u = x[last - k]
+            pn = 0.0
+            sn = 0.0
+            if c < first:  # a piece's lead-in segment: only its suffixes are needed
+                for k in range(m):
+                    u = x[last - k]
+                    s = combine(s, lift(u))
+                    suffix[m - one - k] = s
+                    if counted:
                         sn += 1.0 if u == u else 0.0
                         suffix_n[m - one - k] = sn
-                else:
-                    for k in range(m):
-                        prefix_n[k] = k + 1.0
-                        suffix_n[k] = m - k
+            else:
+                segment_nan = False
+                for k in range(m):
+                    v = x[base + k]
+                    segment_nan |= v != v
+                    p = combine(p, lift(v))
+                    u = x[last - k]
+                    s = combine(s, lift(u))
+                    suffix[m - one - k] = s
+                    # row c+k's window starts at c_prev + k + 1 (rows), or at starts[c+k]
+                    a = k + one if ROWS else np.uint64(starts[base + k]) - before
+                    if counted:
+                        pn += 1.0 if v == v else 0.0
+                        sn += 1.0 if u == u else 0.0
+                        suffix_n[m - one - k] = sn
+                        out[base + k] = finish(combine(previous[a], p), previous_n[a] + pn)
+                    else:
+                        out[base + k] = combine(previous[a], p)
+                saw_nan |= segment_nan
             suffix[m] = identity  # a window that starts at c takes nothing from the segment before
             suffix_n[m] = 0.0
-            if c < first:  # a piece's lead-in segment: only its suffixes are needed
-                pass
-            elif ROWS:  # window c+k starts at c_prev + k + 1
-                for k in range(m):
-                    if counted:
-                        out[base + k] = finish(combine(previous[k + one], prefix[k]),
-                                               previous_n[k + one] + prefix_n[k])
-                    else:
-                        out[base + k] = combine(previous[k + one], prefix[k])
-            else:
-                before = np.uint64(c_prev)
-                for k in range(m):
-                    a = np.uint64(starts[base + k]) - before
-                    if counted:
-                        out[base + k] = finish(combine(previous[a], prefix[k]), previous_n[a] + prefix_n[k])
-                    else:
-                        out[base + k] = combine(previous[a], prefix[k])
             previous, suffix = suffix, previous
             previous_n, suffix_n = suffix_n, previous_n
             c_prev = c
