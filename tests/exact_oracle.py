@@ -300,13 +300,8 @@ def aggregate(agg: str, items: Sequence, *, integer: bool, history: Sequence = (
         return Missing()
     finite_history = [abs(Fraction(as_number(v))) for v in history
                       if not is_missing(v) and not math.isinf(as_number(v))]
-    if agg in ("min", "max"):
-        best = min(values) if agg == "min" else max(values)
-        if integer:  # pandas answers ints' min/max as float64: its rounding is accepted too,
-            # and in a long column (Spark) the nearest long where that rounding is 2**63
-            top = (Exact(INT64_MAX),) if float(best) == 2.0 ** 63 else ()
-            return AnyOf(Exact(best), Exact(float(best)), *top)
-        return Exact(best)
+    if agg in ("min", "max"):  # the item itself: an integer is never rounded through float64
+        return Exact(min(values) if agg == "min" else max(values))
     if agg in ("sum", "mean"):
         return _sum_or_mean(agg, values, integer, finite_history)
     if agg in ("var", "std"):

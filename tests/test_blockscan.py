@@ -186,12 +186,32 @@ def test_integer_overflow_names_the_row():
         blockscan.rolling(low, 2, "sum_i")
 
 
-def test_integer_max_min_var_read_floats():
+def test_integer_var_reads_floats():
     ints = RNG.integers(-1000, 1000, size=90)
-    for key in ("max", "min", "var1", "count"):
+    for key in ("var1", "count"):
         got = blockscan.rolling(ints, 6, key)
         assert same(got, brute_rows(ints.astype(np.float64), 6, key)), key
-    assert blockscan.rolling(ints, 6, "max").dtype == np.float64
+
+
+def test_integer_max_and_min_are_the_integers_themselves(monkeypatch):
+    """int64 max and min beyond 2**53 (where float64 rounds) and at int64's ends: each answer is
+    the window's largest (smallest) integer, an int64, in row, time and given-start windows, in
+    one piece or several on threads."""
+    ints = RNG.integers(-2 ** 63, 2 ** 63 - 1, size=90, endpoint=True)
+    ints[[3, 40]] = [2 ** 63 - 1, -2 ** 63]
+    times = np.cumsum(RNG.integers(0, 3, size=90))
+    starts = np.maximum(np.repeat([0, 30, 31], [30, 1, 59]), np.arange(90) - 6)
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 8)
+    for key, best in (("max_i", max), ("min_i", min)):
+        cases = [(dict(window=6), [range(max(0, i - 5), i + 1) for i in range(90)]),
+                 (dict(window=None, times=times, span=4), [[j for j in range(i + 1) if times[j] > times[i] - 4]
+                                                            for i in range(90)]),
+                 (dict(window=None, starts=starts), [range(starts[i], i + 1) for i in range(90)])]
+        for kwargs, rows in cases:
+            want = [best(int(ints[j]) for j in window) for window in rows]
+            for threads in (1, 3):
+                got = blockscan.rolling(ints, key=key, threads=threads, **kwargs)
+                assert got.dtype == np.int64 and got.tolist() == want, (key, kwargs, threads)
 
 
 # ---------------------------------------------------------------- what it leaves to the caller
@@ -199,6 +219,7 @@ def test_returns_none_for_what_it_does_not_handle():
     assert blockscan.rolling(CLEAN, 3, "geomean") is None
     assert blockscan.rolling(CLEAN, 3, "sum_i") is None  # float input has float keys
     assert blockscan.rolling(np.arange(5), 3, "sum_f") is None
+    assert blockscan.rolling(CLEAN, 3, "max_i") is None  # integer keys take integers only
     assert blockscan.rolling(CLEAN.astype(np.float32), 3, "sum_f") is None
     unsorted = np.arange(len(CLEAN))[::-1].copy()
     assert blockscan.rolling(CLEAN, None, "max", times=unsorted, span=3) is None

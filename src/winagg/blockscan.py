@@ -26,7 +26,8 @@ NaN when the count is at most ``ddof``; a window holding +-inf has var/std NaN.
 Integer input: ``sum_i`` is the exact int64 sum and ``mean_i`` divides that
 exact sum by the count; a window whose sum is outside int64 raises
 ``OverflowError`` naming the first such row (the message of :func:`winagg.rolling`).
-max, min, var and std read integers as float64.
+``max_i`` and ``min_i`` scan int64 and answer int64 (every window of integers holds a
+value); var and std read integers as float64.
 
 Variance partial: each segment's prefix scan keeps ``(count, sum(x-K),
 sum((x-K)^2))`` with K the segment's first valid value, and its suffix scan the
@@ -61,7 +62,9 @@ from .pieces import in_pieces, segment_end as _time_segment_end
 #: Compiled keys handled here (see ``Aggregation.compiled_for(dtype).key``).
 
 MOMENT_KEYS = ("var0", "var1", "std0", "std1")
-KEYS = ("sum_f", "sum_i", "mean_f", "mean_i", "max", "min", "count") + MOMENT_KEYS
+#: min and max of integers: scanned as int64, so their answers are the integers themselves.
+INTEGER_KEYS = ("max_i", "min_i")
+KEYS = ("sum_f", "sum_i", "mean_f", "mean_i", "max", "min", "count") + MOMENT_KEYS + INTEGER_KEYS
 
 
 # ---------------------------------------------------------------- public entry point
@@ -87,7 +90,7 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     if values.dtype not in (np.int64, np.float64):
         return None
     integer = values.dtype == np.int64
-    if key in ("sum_i", "mean_i") and not integer or key in ("sum_f", "mean_f") and integer:
+    if key in ("sum_i", "mean_i") + INTEGER_KEYS and not integer or key in ("sum_f", "mean_f") and integer:
         return None
     n = values.shape[0]
     if starts is not None:
@@ -109,6 +112,11 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
         return _row_counts(n, starts, width) if integer else _valid_counts(values, starts, width)
     if key in ("sum_i", "mean_i"):
         return _integer_sum(values, starts, width, key == "mean_i")
+    if key in INTEGER_KEYS:  # no NaN among integers: every window has a value
+        out = np.empty(n, np.int64)
+        in_pieces(_kernel(key, width > 0), values, starts, width, widest, threads, out,
+                  lambda rows: (_scratch(6, rows, np.int64),))
+        return out
     x = values.astype(np.float64, copy=False)
     out = np.empty(n, np.float64)
     if key in MOMENT_KEYS:
@@ -168,9 +176,9 @@ def _starts_kernel(t, span, starts):
     return widest
 
 
-def _scratch(rows: int, widest: int) -> np.ndarray:
+def _scratch(rows: int, widest: int, dtype=np.float64) -> np.ndarray:
     """Buffers for the kernels: a segment is never longer than the widest window."""
-    return np.empty((rows, widest + 1), np.float64)
+    return np.empty((rows, widest + 1), dtype)
 
 
 # ---------------------------------------------------------------- segments
@@ -231,7 +239,9 @@ def _divide(value, count):
 _SCALAR_MONOIDS = {"sum_f": (_sum_lift, _add, 0.0, _no_count, False),
                    "mean_f": (_sum_lift, _add, 0.0, _divide, True),
                    "max": (_keep, _max, -np.inf, _no_count, False),
-                   "min": (_keep, _min, np.inf, _no_count, False)}
+                   "min": (_keep, _min, np.inf, _no_count, False),
+                   "max_i": (_keep, _max, np.iinfo(np.int64).min, _no_count, False),
+                   "min_i": (_keep, _min, np.iinfo(np.int64).max, _no_count, False)}
 
 
 def _build_scan_kernel(lift, combine, identity, finish, counted, rows):

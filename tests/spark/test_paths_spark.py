@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import Phase, event, example, given, note
@@ -98,10 +99,13 @@ def test_sliding_equals_the_oracle(spark, groups, rows, span):
 
 # ---------------------------------------------------------------- hopping windows (slide=)
 HOP_AGGS = ("sum", "mean", "min", "max", "count")
-#: The min or max of a long column whose float64 rounding is 2**63 (values from 2**63 - 512 on)
-#: answers int64's largest long on every Spark path (test_long_min_and_max_answer_at_int64s_ends);
-#: set True to leave y_min and y_max out of the generated hopping cases holding such a long.
-BUG_LONG_MIN_MAX_AT_INT64_END = False
+
+
+def hop_aggs() -> dict:
+    """The outputs of a generated hopping case: every aggregation of the doubles ``x``, and sum,
+    mean and count of the longs ``y``. Their min and max, which hopping windows refuse beyond
+    2**53 (where float64 would round them), are test_long_min_and_max_are_exact_or_refused's."""
+    return {f"{c}_{a}": (a, c) for c in ("x", "y") for a in HOP_AGGS if c == "x" or a not in ("min", "max")}
 #: int64 values whose window sums leave int64 (two of one sign in a window), beside the generated ones
 EXTREMES = st.sampled_from([X.INT64_MAX, X.INT64_MIN, X.INT64_MAX - 1, X.INT64_MIN + 1, 2 ** 62, -(2 ** 62)])
 #: The time unit of a hopping case, in microseconds (Spark's time unit), with its names as durations.
@@ -213,10 +217,7 @@ def test_hopping_windows_equal_the_oracle(spark, groups, null_key, unit, base, s
     data = [(names[g], None if t is None else _stamp(base + t, unit, ntz), spec["x"][j], spec["y"][j])
             for g, spec in enumerate(groups) for j, t in enumerate(spec["t"])]
     df = spark.createDataFrame(data, f"k string, t {'timestamp_ntz' if ntz else 'timestamp'}, x double, y long")
-    aggs = {f"{c}_{a}": (a, c) for c in ("x", "y") for a in HOP_AGGS}
-    if BUG_LONG_MIN_MAX_AT_INT64_END and any(y is not None and float(y) > X.INT64_MAX for g in groups for y in g["y"]):
-        del aggs["y_min"], aggs["y_max"]
-        event("y_min and y_max left out (BUG_LONG_MIN_MAX_AT_INT64_END)")
+    aggs = hop_aggs()
     want, overflows = {}, {}
     for g, spec in enumerate(groups):
         times = [None if t is None else base + t for t in spec["t"]]
@@ -248,39 +249,63 @@ def test_hopping_windows_equal_the_oracle(spark, groups, null_key, unit, base, s
     _check_windows(_window_rows(out, ntz), want, unit, size, aggs)
 
 
-def test_long_min_and_max_answer_at_int64s_ends(spark):
-    """A long column's min and max keep its type (the sliding docstring) and compute in float64
-    (docs/guide/semantics.md): the value or its float64 rounding, int64's largest long where that
-    rounding is 2**63. In row, range and hopping frames and in the streaming panes (fed
-    directly, without a query); one value a key, so each answer is that value."""
+def test_long_min_and_max_are_exact_or_refused(spark):
+    """A long column's min and max keep its type (the sliding docstring): row and range frames
+    answer the long itself at int64's ends; hopping windows (batch, streaming panes and per-key
+    trees, fed directly) keep float64, so they answer longs within 2**53 exactly and refuse one
+    beyond it by name instead of rounding it. One value a key, so each answer is that value."""
+    from pyspark.sql import functions as F
+
     from winagg import aggregations
     from winagg.spark import sliding
+    from winagg.spark.hopping import HoppingWindows
     from winagg.spark.panes import PaneCombine, PaneWindows, pane_parts, pane_schema
     from winagg.spark.partition import Output
 
-    values = [2 ** 53 + 1, -(2 ** 53) - 1, 2 ** 62 - 1, X.INT64_MAX - 1, X.INT64_MAX, X.INT64_MIN + 1, X.INT64_MIN]
-    keys = [f"k{j}" for j in range(len(values))]
+    far = [2 ** 53 + 1, -(2 ** 53) - 1, 2 ** 62 - 1, X.INT64_MAX - 1, X.INT64_MAX, X.INT64_MIN + 1, X.INT64_MIN]
+    near = [2 ** 53, -(2 ** 53), 2 ** 53 - 1, 0, -1]
+    outputs = [Output(name, "y", aggregations.get(name[2:]), pa.int64()) for name in ("y_min", "y_max")]
+    key_fields = [pa.field("k", pa.string())]
+    minute = 60_000_000_000
 
-    def check(got, where):
+    def check(got, keys, values, where):
         bad = [f"{where} {key} {name}: {message}" for key, value in zip(keys, values) for name in ("y_min", "y_max")
                if (message := X.aggregate(name[2:], [value], integer=True).check(got[key][name]))]
         assert not bad, "; ".join(bad)
 
-    outputs = [Output(name, "y", aggregations.get(name[2:]), pa.int64()) for name in ("y_min", "y_max")]
-    parts = pane_parts(outputs, {"y": pa.int64()})
-    key_fields = [pa.field("k", pa.string())]
-    minute = 60_000_000_000
-    combine = PaneCombine(["k"], "t", minute, parts, pane_schema(key_fields, parts))
-    panes = combine.combine(pa.table({"k": keys, "t": pa.array([0] * len(values), pa.timestamp("ns", "UTC")),
-                                      "y": pa.array(values, pa.int64())}))
-    closed, _ = PaneWindows(outputs, minute, minute, ["k"], parts, key_fields).step(panes, math.inf)
-    check({row["k"]: row for row in closed.to_pylist()}, "streaming panes")
+    def panes(values):
+        keys = [f"k{j}" for j in range(len(values))]
+        parts = pane_parts(outputs, {"y": pa.int64()})
+        combine = PaneCombine(["k"], "t", minute, parts, pane_schema(key_fields, parts))
+        table = combine.combine(pa.table({"k": keys, "t": pa.array([0] * len(values), pa.timestamp("ns", "UTC")),
+                                          "y": pa.array(values, pa.int64())}))
+        closed, _ = PaneWindows(outputs, minute, minute, ["k"], parts, key_fields).step(table, math.inf)
+        return {row["k"]: row for row in closed.to_pylist()}
+
+    def trees(value):
+        windows = HoppingWindows(outputs, minute, minute)
+        closed = windows.step(pd.DataFrame({"y": pd.array([value], "Int64")}), np.array([0], np.int64), math.inf)
+        return closed.to_pylist()[0]
+
+    check(panes(near), [f"k{j}" for j in range(len(near))], near, "streaming panes")
+    check({f"k{j}": trees(v) for j, v in enumerate(near)}, [f"k{j}" for j in range(len(near))], near, "per-key trees")
+    for value in far:
+        for where, run in (("streaming panes", lambda: panes([value])), ("per-key trees", lambda: trees(value))):
+            with pytest.raises(OverflowError, match=f"'y' holds {value}, beyond 2\\*\\*53"):
+                run()
+    values = far + near
+    keys = [f"k{j}" for j in range(len(values))]
     df = spark.createDataFrame([(key, j, _stamp(j, "min", False), v) for j, (key, v) in enumerate(zip(keys, values))],
                                "k string, n long, t timestamp, y long")
     aggs = {"y_min": ("min", "y"), "y_max": ("max", "y")}
-    for window in (dict(order_by="n", rows=1), dict(order_by="n", range=0),
-                   dict(order_by="t", range="1 minute", slide="1 minute")):
-        check({row["k"]: row for row in sliding(df, partition_by="k", aggs=aggs, **window).collect()}, window)
+    for window in (dict(order_by="n", rows=1), dict(order_by="n", range=0)):
+        check({row["k"]: row for row in sliding(df, partition_by="k", aggs=aggs, **window).collect()}, keys, values,
+              window)
+    hopping = dict(order_by="t", range="1 minute", slide="1 minute")
+    check({row["k"]: row for row in sliding(df.where(F.col("y").between(-2 ** 53, 2 ** 53)), partition_by="k", aggs=aggs,
+                                            **hopping).collect()}, keys[len(far):], near, hopping)
+    with pytest.raises(Exception, match="'y' holds .*, beyond 2"):
+        sliding(df, partition_by="k", aggs=aggs, **hopping).collect()
 
 
 # ---------------------------------------------------------------- hopping windows, streaming
@@ -345,7 +370,7 @@ def test_hopping_stream_equals_the_oracle(spark, kept, first, second, size, slid
     want = {where: ([rows[j][3] for j in members], [rows[j][4] for j in members])
             for where, (_, members) in windows.items()}
     assert not any(X.must_overflow(X.aggregate("sum", ys, integer=True)) for _, ys in want.values())
-    aggs = {f"{c}_{a}": (a, c) for c in ("x", "y") for a in HOP_AGGS}  # no long reaches 2**63 - 512
+    aggs = hop_aggs()
     if kept == "per-key trees":
         aggs["x_std"] = ("std", "x")
     schema = pa.schema([("id", pa.int64()), ("k", pa.string()), ("t", pa.timestamp("us", "UTC")),

@@ -173,8 +173,18 @@ def _min(a, b):
     return a if a <= b else b
 
 
+def _exact_extreme_lift(float_lift):
+    """Python mode keeps integers as Python ints, so the largest (smallest) of big integers is
+    the integer itself, not its float64 rounding; floats and missing values lift as compiled."""
+    def lift(x, row):
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+            return int(x)
+        return float_lift.py_func(x, row)
+    return lift
+
+
 class Max(Aggregation):
-    """Largest item (NaN for a window without a value)."""
+    """Largest item (NaN for a window without a value); integers stay integers (int64 compiled)."""
 
     aliases = ("max",)
     keeps_input_type = True
@@ -184,14 +194,16 @@ class Max(Aggregation):
         super().__init__()
         self._spec = Compiled("max", _max_lift, _max, _same, -INF, scalar_layout(np.float64), np.float64,
                               commutative=True)
-        self._python_from(self._spec, commutative=True, name="max")
+        self._int = Compiled("max_i", _int_lift, _max, _same, np.int64(np.iinfo(np.int64).min),
+                             scalar_layout(np.int64), np.int64, commutative=True)
+        self._python_from(self._spec, commutative=True, name="max", lift=_exact_extreme_lift(_max_lift))
 
     def compiled_for(self, dtype):
-        return self._spec
+        return self._spec if float_input(dtype) else self._int
 
 
 class Min(Aggregation):
-    """Smallest item (NaN for a window without a value)."""
+    """Smallest item (NaN for a window without a value); integers stay integers (int64 compiled)."""
 
     aliases = ("min",)
     keeps_input_type = True
@@ -201,10 +213,12 @@ class Min(Aggregation):
         super().__init__()
         self._spec = Compiled("min", _min_lift, _min, _same, INF, scalar_layout(np.float64), np.float64,
                               commutative=True)
-        self._python_from(self._spec, commutative=True, name="min")
+        self._int = Compiled("min_i", _int_lift, _min, _same, np.int64(np.iinfo(np.int64).max),
+                             scalar_layout(np.int64), np.int64, commutative=True)
+        self._python_from(self._spec, commutative=True, name="min", lift=_exact_extreme_lift(_min_lift))
 
     def compiled_for(self, dtype):
-        return self._spec
+        return self._spec if float_input(dtype) else self._int
 
 
 # ---------------------------------------------------------------- argmin, argmax

@@ -181,6 +181,22 @@ def check_window_ends(latest: int, size: int) -> None:
 _FLOAT_EXACT = 2 ** 53
 
 
+def refuse_rounded_longs(longs, column: str) -> None:
+    """OverflowError naming ``column`` when one of ``longs`` (int64 numbers, numpy or Arrow, nulls
+    aside) lies beyond 2**53: a hopping window's min or max keeps float64, which would round it
+    where Spark's own min and max answer the long itself."""
+    if isinstance(longs, np.ndarray):
+        low, high = (int(longs.min()), int(longs.max())) if longs.size else (0, 0)
+    else:
+        bounds = pc.min_max(longs)
+        low, high = bounds["min"].as_py() or 0, bounds["max"].as_py() or 0
+    value = high if high > _FLOAT_EXACT else low if low < -_FLOAT_EXACT else None
+    if value is not None:
+        raise OverflowError(f"the long column {column!r} holds {value}, beyond 2**53: the min and max of hopping "
+                            f"windows keep float64, which would round it; cast the column to double to accept the "
+                            f"rounding (winagg.spark.sliding's row and range frames answer such longs exactly)")
+
+
 def exact_longs(series: pd.Series, column: str) -> pa.Array:
     """A long column's values (int64, nullable Int64 or objects) as an Arrow int64 array, exactly.
 
@@ -360,6 +376,8 @@ class HoppingWindows:
         if column in self.keyed_columns:
             keys = _key_values(pa.array(series, from_pandas=True)).astype(np.float64)
             return np.where(series.isna().to_numpy(), np.nan, keys)
+        if output.monoid.keeps_input_type and pd.api.types.is_integer_dtype(series.dtype):
+            refuse_rounded_longs(_long_values(series, column), column)
         return pd.to_numeric(series, errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
     # ------------------------------------------------------------ closing

@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..range_batches import compiled_batches
-from .hopping import WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, window_ns, window_text
+from .hopping import (WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, refuse_rounded_longs,
+                      window_ns, window_text)
 from .partition import ExactSums, Output, _to_arrow, exact_answers, exact_sum_input
 
 
@@ -143,6 +144,8 @@ class PaneCombine:
         columns[PANE_COLUMN] = pa.array((times // self.pane) * self.pane, pa.int64())
         values, wanted = {}, [([], "count_all")]
         for column, part, name in self.parts:
+            if part in ("max", "min") and pa.types.is_integer(table.column(column).type):
+                refuse_rounded_longs(table.column(column), column)  # float64 would round it
             source = _source(column, part)
             if source not in values:
                 values[source] = f"__winagg_value_{len(values)}"
