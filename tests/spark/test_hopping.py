@@ -151,9 +151,11 @@ SCHEMA = pa.schema([("id", pa.int64()), ("origin", pa.string()), ("ts", pa.times
                     ("delay", pa.float64())])
 
 
-def test_stream_hopping_windows_equal_spark_window_on_the_same_files(spark, tmp_path):
-    from winagg.spark.streaming import sliding_stream
+def test_stream_hopping_windows_equal_spark_window_on_the_same_files(kind_spark, tmp_path):
+    """On a classic and on a Spark Connect session."""
+    from winagg.spark import sliding_stream
 
+    spark = kind_spark
     events = [e for e in _events(600, seed=13) if e[2] is not None]
     rng = random.Random(14)
     events.sort(key=lambda e: e[2] + rng.randrange(0, 20))  # arrival order: up to 20 minutes out of order
@@ -258,14 +260,16 @@ def _write_files(folder: Path, chunks, first: int):
 
 
 @pytest.mark.parametrize("general", [False, True], ids=["panes", "per-key trees"])
-def test_stream_hopping_late_rows_and_a_restart_equal_spark_window_streaming(spark, tmp_path, general):
+def test_stream_hopping_late_rows_and_a_restart_equal_spark_window_streaming(kind_spark, tmp_path, general):
     """Rows behind the watermark, a query stopped after three micro-batches and restarted from its
     checkpoint with three more files: the rows equal Spark's own streaming window() aggregation
-    run the same way, nothing lost or twice, and the rows in no open window are counted."""
+    run the same way, nothing lost or twice, and the rows in no open window are counted; on a
+    classic and on a Spark Connect session."""
     from oracle import CONCAT
 
-    from winagg.spark.streaming import sliding_stream
+    from winagg.spark import sliding_stream
 
+    spark = kind_spark
     events = [e for e in _events(500, seed=21) if e[2] is not None]
     rng = random.Random(22)
     events.sort(key=lambda e: e[2] + rng.randrange(0, 20))

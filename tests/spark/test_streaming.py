@@ -18,9 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from winagg.spark import sliding
+from connect_server import start_connect_server, stop_connect_server
+
+from winagg.spark import sliding, sliding_stream
 from winagg.spark.pipeline import stamp_in_order
-from winagg.spark.streaming import sliding_stream
 
 STREAM_JOB = Path(__file__).with_name("stream_job.py")
 BASE = pd.Timestamp("2013-01-01", tz="UTC")
@@ -73,9 +74,10 @@ def _assert_frames_equal(stream: pd.DataFrame, batch: pd.DataFrame, columns):
             assert got[want.notna()].tolist() == want[want.notna()].tolist(), column
 
 
-def test_late_events_are_dropped_counted_and_never_merged(spark, tmp_path):
+def test_late_events_are_dropped_counted_and_never_merged(kind_spark, tmp_path):
     from oracle import CONCAT
 
+    spark = kind_spark
     events = _events(120, seed=5)
     late = (999, "JFK", -3 * 3600, 500.0, 7)  # hours older than anything: behind the watermark
     arrivals = events[:60] + [late] + events[60:]
@@ -105,11 +107,12 @@ def test_sliding_stream_refuses_a_non_timestamp_event_time(spark, tmp_path):
         sliding_stream(source, partition_by="origin", order_by="id", range=10, aggs={"m": ("max", "delay")})
 
 
-def test_a_stream_keeps_nullable_longs_exact_and_reads_event_times_in_any_session_time_zone(spark, tmp_path):
+def test_a_stream_keeps_nullable_longs_exact_and_reads_event_times_in_any_session_time_zone(kind_spark, tmp_path):
     """Long keys and values with nulls, past 2**53, reach the stateful operator exactly (PySpark hands
     such a column over as doubles), and zoned event times are instants in a session time zone west
     of UTC (read as its wall-clock, the second file's events would be hours late): nothing dropped,
     every row equal to brute force."""
+    spark = kind_spark
     big = 2 ** 60
     schema = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("v", pa.int64())])
     events = [(i, [big + 1, big + 2, None][i % 3], i * 40, None if i % 5 == 0 else (big + i) * (-1) ** i)
@@ -173,31 +176,50 @@ def _committed(checkpoint: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
 
 
-def test_a_killed_stream_resumes_from_its_checkpoint_on_a_two_executor_cluster(tmp_path):
+def _wait_for_commits(checkpoint: Path, job: subprocess.Popen, count: int) -> None:
+    deadline = time.time() + 600
+    while _committed(checkpoint) < count:
+        assert job.poll() is None, "the first run ended before it could be killed"
+        assert time.time() < deadline, "the first run made no progress"
+        time.sleep(0.2)
+
+
+def test_a_killed_stream_resumes_from_its_checkpoint(tmp_path, session_kind):
     """Kill the query mid-stream, restart it: its output equals the batch job's, row for row.
 
-    Both runs use Spark's local-cluster master (two executor JVMs with their own
-    Python workers), so the aggregator state travels between processes as on a cluster.
+    Classic: both runs use Spark's local-cluster master (two executor JVMs with their own Python
+    workers), so the aggregator state travels between processes as on a cluster, and the driver
+    is killed. Connect: the Connect server the query runs on is killed (SIGKILL by its PID) with
+    its client, and the restart runs on a new server.
     """
     files = _write(tmp_path / "in", _events(480, seed=11), per_file=80)
     paths = [str(tmp_path / name) for name in ("in", "out", "ck", "result.json")]
-    command = [sys.executable, str(STREAM_JOB), "local-cluster[2,1,1024]", *paths]
-    first = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
+    server = None
+    master = "local-cluster[2,1,1024]"
+    if session_kind == "connect":
+        server, master = start_connect_server(tmp_path, {"spark.sql.shuffle.partitions": "2"})
+    first = subprocess.Popen([sys.executable, str(STREAM_JOB), master, *paths], start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while _committed(tmp_path / "ck") < 2:
-            assert first.poll() is None, "the first run ended before it could be killed"
-            assert time.time() < deadline, "the first run made no progress"
-            time.sleep(0.2)
+        _wait_for_commits(tmp_path / "ck", first, 2)
     finally:
+        if server is not None:
+            server.kill()
+            server.wait()
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     killed_after = _committed(tmp_path / "ck")
     assert killed_after < files  # work was left for the restart
 
+    if server is not None:
+        server, master = start_connect_server(tmp_path, {"spark.sql.shuffle.partitions": "2"})
     batch_out = str(tmp_path / "batch")
-    subprocess.run(command + ["--batch", batch_out], check=True, timeout=900,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        subprocess.run([sys.executable, str(STREAM_JOB), master, *paths, "--batch", batch_out], check=True,
+                       timeout=900, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    finally:
+        if server is not None:
+            stop_connect_server(server)
     assert json.loads((tmp_path / "result.json").read_text())["dropped"] == 0
     stream_rows = pd.read_parquet(batch_out + ".stream")
     batch_rows = pd.read_parquet(batch_out)

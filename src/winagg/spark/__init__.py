@@ -10,6 +10,7 @@ require("pyarrow", "spark", "winagg.spark")  # every module here moves data as A
 
 from .batch import SparkInputError, sliding  # noqa: E402
 from .session import session  # noqa: E402
-from .streaming import DroppedEvents, sliding_stream  # noqa: E402
+from .dropped import DroppedEvents  # noqa: E402
+from .streaming import sliding_stream  # noqa: E402
 
 __all__ = ["sliding", "sliding_stream", "session", "SparkInputError", "DroppedEvents"]

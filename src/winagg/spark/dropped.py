@@ -48,6 +48,11 @@ def dropped_row(count: int, columns) -> pd.DataFrame:
     return row
 
 
+def with_no_count(frame: pd.DataFrame) -> pd.DataFrame:
+    """A processor's frame of results with its :data:`DROPPED_COLUMN` (null: no count)."""
+    return frame.assign(**{DROPPED_COLUMN: pd.Series([None] * len(frame), dtype=object, index=frame.index)})
+
+
 def observe_dropped(stream, dropped: Optional["DroppedEvents"] = None):
     """``(results, dropped)``: ``stream`` (a processor's output) without its count rows and without
     :data:`DROPPED_COLUMN`, the counts observed as ``dropped.metric`` (a new :class:`DroppedEvents`
@@ -75,12 +80,25 @@ class DroppedEvents:
 
     def __init__(self, spark):
         self.metric = f"winagg_dropped_{next(_numbers)}"
+        self._metrics = [self.metric]
         self._spark = spark
         self._batches = {}  # (query id, batch id) -> events dropped
         self._running = set()  # run ids of queries started and not yet reported ended
         self._changed = threading.Condition()
         self._listener = _listener_class()(self)
         spark.streams.addListener(self._listener)
+
+    def observe_untimed(self, df, time: str):
+        """``df`` without its rows whose ``time`` is null, counted as dropped (in the observed metric
+        ``metric + "_untimed"``): for a stream whose rows are combined before the stateful operator."""
+        from pyspark.sql import functions as F
+
+        name = f"{self.metric}_untimed"
+        if name not in self._metrics:
+            self._metrics.append(name)
+        untimed = F.when(df[time].isNull(), F.lit(1)).otherwise(F.lit(0))
+        counted = df.observe(name, F.coalesce(F.sum(untimed), F.lit(0)).cast("long").alias(EVENTS_FIELD))
+        return counted.where(counted[time].isNotNull())
 
     @property
     def value(self) -> int:
@@ -100,19 +118,15 @@ class DroppedEvents:
     def of(self, progress) -> Optional[int]:
         """The events one micro-batch dropped, from its progress (``query.lastProgress``, an entry of
         ``query.recentProgress`` or a listener's ``event.progress``); None if it has no such metric.
+        It sums :attr:`metric` and, where rows are counted before the stateful operator (hopping
+        windows of panes), ``metric + "_untimed"``.
 
         Through Spark Connect, PySpark hands a progress' observed metric over as
         ``Row(values=[...], schema={...})``; this reads that shape as well as a classic ``Row``.
         """
         metrics = progress["observedMetrics"] if isinstance(progress, dict) else progress.observedMetrics
-        row = metrics.get(self.metric)
-        if row is None:
-            return None
-        fields = row.asDict() if hasattr(row, "asDict") else dict(row)
-        if EVENTS_FIELD not in fields and {"values", "schema"} <= set(fields):
-            names = [field["name"] for field in fields["schema"]["fields"]]
-            fields = dict(zip(names, fields["values"]))
-        return int(fields[EVENTS_FIELD] or 0)
+        rows = [metrics[name] for name in self._metrics if name in (metrics or {})]
+        return sum(_events(row) for row in rows) if rows else None
 
     def close(self) -> None:
         """Stop counting: remove the listener from the session."""
@@ -138,6 +152,15 @@ class DroppedEvents:
 
     def __repr__(self) -> str:
         return f"DroppedEvents(metric={self.metric!r})"
+
+
+def _events(row) -> int:
+    """The count in one observed metric's row."""
+    fields = row.asDict() if hasattr(row, "asDict") else dict(row)
+    if EVENTS_FIELD not in fields and {"values", "schema"} <= set(fields):
+        names = [field["name"] for field in fields["schema"]["fields"]]
+        fields = dict(zip(names, fields["values"]))
+    return int(fields[EVENTS_FIELD] or 0)
 
 
 def _listener_class():

@@ -30,7 +30,8 @@ import pyarrow as pa
 from ..times import timestamps
 from .batch import SparkInputError, _spark_type, range_span
 from .partition import compiled_plan, exact_sum_input
-from .streaming import DroppedEvents, _Crossing, _watermark, _watermarked, checked_format, compile_kernels
+from .dropped import DroppedEvents, dropped_row, observe_dropped, with_dropped_column, with_no_count
+from .streaming import _Crossing, _watermark, _watermarked, checked_format, compile_kernels
 
 #: How many buckets the keys of a hopping stream are hashed into: the stateful operator runs once
 #: per bucket and micro-batch, not once per key, and each call costs a state read and write and a
@@ -109,8 +110,6 @@ def _pane_processor_class():
         def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
             c = self.config
             closed, dropped = windows.step(panes, _watermark(watermark_ms))
-            if dropped and c["dropped"] is not None:
-                c["dropped"].add(dropped)
             timer = _heartbeat(watermark_ms)
             if timer != windows.timer:
                 if windows.timer is not None and windows.timer != expired:
@@ -119,7 +118,9 @@ def _pane_processor_class():
                 windows.timer = timer
             self.state.update((pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),))
             if closed is not None and closed.num_rows:
-                yield _pane_frame(closed, c)
+                yield with_no_count(_pane_frame(closed, c))
+            if dropped:
+                yield dropped_row(dropped, c["columns"])
 
         def handleInitialState(self, key, initialState, timerValues) -> None:
             for _ in self._step(self._load(), None, timerValues.getCurrentWatermarkInMs()):
@@ -172,18 +173,20 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
     from .hopping import WINDOW_COLUMNS
     from .panes import BUCKET_COLUMN, PaneCombine, pane_schema
 
-    accumulator = df.sparkSession.sparkContext.accumulator(0)
+    dropped = DroppedEvents(df.sparkSession)
     key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
     schema = pane_schema(key_fields, parts)
     pane = math.gcd(size_ns, slide_ns)
-    combine = PaneCombine(keys, order_by, pane, parts, schema, accumulator)
+    combine = PaneCombine(keys, order_by, pane, parts, schema)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
     needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
-    pane_rows = df.select(*needed).withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
+    # rows without a time are counted here: the panes that cross carry none
+    timed = dropped.observe_untimed(df.select(*needed), order_by)
+    pane_rows = timed.withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
     # grouped by bucket: the keys are values
     crossed, crossing = _Crossing.of(pane_rows, (), None, keys).encode(pane_rows)
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
-              "key_fields": key_fields, "columns": columns, "dropped": accumulator,
+              "key_fields": key_fields, "columns": columns,
               "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets),
               "crossing": crossing}
     out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
@@ -192,8 +195,9 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
     # (each column costs 40-100 ns a row there, 80-200 ms of a 2,000,000-row micro-batch).
     panes = crossed.withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
     stream = panes.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
-        _pane_processor_class()(config), out_schema, "Append", "EventTime", initialState=_initial_buckets(df, buckets))
-    return stream, DroppedEvents(accumulator)
+        _pane_processor_class()(config), with_dropped_column(out_schema), "Append", "EventTime",
+        initialState=_initial_buckets(df, buckets))
+    return observe_dropped(stream, dropped)
 
 
 # ---------------------------------------------------------------- per-key trees
@@ -292,7 +296,7 @@ def _key_processor_class():
                 frame[name] = timestamps(closed.column(name).to_numpy(), None if c["ntz"] else "UTC")
             for output in c["outputs"]:
                 frame[output.name] = pd.Series(closed.column(output.name).to_pylist(), dtype=object)
-            yield frame[c["columns"]]
+            yield with_no_count(frame[c["columns"]])
 
         def _run(self, rows, watermark_ms: int, expired: Optional[int] = None) -> Iterator[pd.DataFrame]:
             c = self.config
@@ -318,8 +322,8 @@ def _key_processor_class():
                     self._keep(entry, windows, key_row, clock)
                     stepped.add(entry)
                     yield from self._emit(closed, key_row)
-                if dropped and c["dropped"] is not None:
-                    c["dropped"].add(dropped)
+                if dropped:
+                    yield dropped_row(dropped, c["columns"])
             for entry, end in list(clock.due.items()):
                 if entry not in stepped and end <= watermark:
                     windows, key_row = self._key_windows(entry, None, clock)
@@ -378,17 +382,17 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
         return pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
     longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
-    accumulator = df.sparkSession.sparkContext.accumulator(0)
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
     needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
     # the bucket from the keys as they are (a null long key apart from 0), before they cross
     bucketed = _watermarked(df.select(*needed), order_by, delay).withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
     crossed, crossing = _Crossing.of(df, keys, order_by, needed).encode(bucketed)
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "columns": columns,
-              "keyed_columns": keyed, "long_columns": longs, "dropped": accumulator, "buckets": int(buckets),
+              "keyed_columns": keyed, "long_columns": longs, "buckets": int(buckets),
               "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing, "bucket_column": BUCKET_COLUMN}
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
                         + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     stream = crossed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
-        _key_processor_class()(config), schema, "Append", "EventTime", initialState=_initial_buckets(df, buckets))
-    return stream, DroppedEvents(accumulator)
+        _key_processor_class()(config), with_dropped_column(schema), "Append", "EventTime",
+        initialState=_initial_buckets(df, buckets))
+    return observe_dropped(stream)

@@ -118,11 +118,12 @@ def _pane_number(column, part: str):
 class PaneCombine:
     """``mapInArrow`` function before the stateful operator: a micro-batch's rows in, one row out per
     key and pane (``gcd(size, slide)`` of event time) with the pane's numbers, so the stateful
-    operator receives panes instead of events. Rows without a time are dropped and counted."""
+    operator receives panes instead of events. Rows without a time belong to no pane: they are
+    skipped (the stream counts them before they get here, :meth:`~winagg.spark.dropped.DroppedEvents.observe_untimed`)."""
 
-    def __init__(self, keys, time: str, pane: int, parts, schema: pa.Schema, dropped=None):
+    def __init__(self, keys, time: str, pane: int, parts, schema: pa.Schema):
         self.keys, self.time, self.pane, self.parts = list(keys), time, window_ns(pane, "pane"), list(parts)
-        self.schema, self.dropped = schema, dropped
+        self.schema = schema
 
     def __call__(self, batches):
         batches = list(batches)
@@ -133,8 +134,6 @@ class PaneCombine:
     def combine(self, table: pa.Table) -> pa.Table:
         stamps = table.column(self.time)
         if stamps.null_count:
-            if self.dropped is not None:
-                self.dropped.add(int(stamps.null_count))
             table = table.filter(pc.is_valid(stamps))
             stamps = table.column(self.time)
         from .partition import order_values

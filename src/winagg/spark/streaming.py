@@ -13,7 +13,7 @@ An event's result is final once the watermark has passed its time (no event
 of that time or older can still be accepted), so results are emitted then,
 from the micro-batch that moves the watermark or from an event-time timer.
 Events older than the watermark when they arrive are dropped and counted, as
-are events without a time: see :class:`DroppedEvents`.
+are events without a time: see :class:`~winagg.spark.dropped.DroppedEvents`.
 
 Rows reach the Python processors exactly whatever the session's settings
 (:class:`_Crossing`): a long column with nulls is not rounded through float64,
@@ -34,6 +34,7 @@ import pyarrow as pa
 from .. import aggregations
 from ..times import datetimes_ns, duration_ns, time_array
 from .batch import SparkInputError, _check_columns, _names, _outputs, _spark_type, range_span
+from .dropped import dropped_row, observe_dropped, with_dropped_column, with_no_count
 from .hopping import exact_longs
 from .partition import Frame, Output, PartitionRun, PartitionWindows
 
@@ -317,7 +318,7 @@ def _processor_class():
             blob = cloudpickle.dumps(key_state, protocol=pickle.HIGHEST_PROTOCOL)
             self.state.update((zlib.compress(blob, 1),))
             if done is not None and len(done):
-                yield done[c["columns"]]
+                yield with_no_count(done[c["columns"]])
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             c = self.config
@@ -327,8 +328,8 @@ def _processor_class():
             late = times < _watermark(watermark_ms)
             dropped = untimed + int(late.sum())
             key_state.dropped += dropped
-            if c["dropped"] is not None and dropped:
-                c["dropped"].add(dropped)
+            if dropped:
+                yield dropped_row(dropped, c["columns"])
             # the new events are at or after the watermark: none is final yet, and none changes a result that is
             if not late.all():
                 key_state.add(events[~late].reset_index(drop=True), times[~late])
@@ -341,22 +342,6 @@ def _processor_class():
             pass
 
     return SlidingProcessor
-
-
-class DroppedEvents:
-    """The count of events a streaming query dropped: late (older than the watermark) or without a time.
-
-    ``value`` is read on the driver (a Spark accumulator; a retried task may
-    count its events twice, as accumulators do). Every key's own count is kept
-    in its state too.
-    """
-
-    def __init__(self, accumulator):
-        self._accumulator = accumulator
-
-    @property
-    def value(self) -> int:
-        return int(self._accumulator.value)
 
 
 def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str, range: Any,
@@ -389,7 +374,9 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     all of whose windows ended by then is dropped and counted in ``dropped``.
 
     Returns ``(stream, dropped)``: the streaming DataFrame (append mode) and a
-    :class:`DroppedEvents` counter.
+    :class:`~winagg.spark.dropped.DroppedEvents`: each micro-batch's count of dropped
+    events is an observed metric in the query's progress, ``dropped.value`` their total,
+    on a classic session and through Spark Connect alike.
     """
     keys = _names(partition_by)
     if not keys:
@@ -415,17 +402,15 @@ def sliding_stream(df, *, partition_by: Union[str, Sequence[str]], order_by: str
     spans = [range_span(ranges[o.name], df.schema[order_by].dataType) for o in outputs]
     input_schema = pa.schema([pa.field(c, _arrow_input_type(df, c)) for c in dict.fromkeys(o.column for o in outputs)])
     warm_up_key_state(outputs, spans, input_schema)
-    spark = df.sparkSession
-    accumulator = spark.sparkContext.accumulator(0)
     columns = list(df.columns) + [o.name for o in outputs]
     crossed, crossing = _Crossing.of(df, keys, order_by, df.columns).encode(_watermarked(df, order_by, delay))
     config = {"outputs": outputs, "spans": spans, "keys": keys, "columns": columns,
-              "input_schema": input_schema, "dropped": accumulator, "crossing": crossing}
+              "input_schema": input_schema, "crossing": crossing}
     schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     processor = _processor_class()(config)
-    stream = crossed.groupBy(*crossing.grouping()).transformWithStateInPandas(processor, schema, "Append",
-                                                                              "EventTime")
-    return stream, DroppedEvents(accumulator)
+    stream = crossed.groupBy(*crossing.grouping()).transformWithStateInPandas(
+        processor, with_dropped_column(schema), "Append", "EventTime")
+    return observe_dropped(stream)
 
 
 def _watermarked(df, order_by: str, delay: str):
@@ -434,7 +419,7 @@ def _watermarked(df, order_by: str, delay: str):
     The stateful operator drops, uncounted, input rows whose event-time column is
     at or behind the previous micro-batch's watermark; without the event-time mark
     on the column every row reaches the processor, which counts the late ones
-    (:class:`DroppedEvents`) or, with ``slide=``, keeps them in the windows not yet reported.
+    (:class:`~winagg.spark.dropped.DroppedEvents`) or, with ``slide=``, keeps them in the windows not yet reported.
     """
     from pyspark.sql import functions as F
 
