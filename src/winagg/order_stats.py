@@ -306,24 +306,22 @@ def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_r
 _COUNT_BITS = ir.FunctionType(ir.IntType(64), [ir.IntType(64), ir.IntType(1)])
 
 
-@intrinsic
-def _trailing_zeros(typingctx, word):
-    """The index of a non-zero uint64's lowest set bit (LLVM's cttz: one instruction)."""
-    def codegen(context, builder, signature, args):
-        cttz = builder.module.declare_intrinsic("llvm.cttz", [args[0].type], _COUNT_BITS)
-        return builder.call(cttz, [args[0], ir.Constant(ir.IntType(1), 0)])
+def _bit_count(llvm_name: str):
+    """A numba intrinsic ``(word: uint64) -> uint64`` that is LLVM's ``llvm_name`` (cttz: the index
+    of a non-zero word's lowest set bit; ctlz: the zero bits above its highest): one instruction."""
+    def count(typingctx, word):
+        def codegen(context, builder, signature, args):
+            declared = builder.module.declare_intrinsic(llvm_name, [args[0].type], _COUNT_BITS)
+            return builder.call(declared, [args[0], ir.Constant(ir.IntType(1), 0)])
 
-    return nb.types.uint64(nb.types.uint64), codegen
+        return nb.types.uint64(nb.types.uint64), codegen
+
+    count.__name__ = count.__qualname__ = llvm_name.replace(".", "_")  # numba names a kernel's calls by it
+    return intrinsic(count)
 
 
-@intrinsic
-def _leading_zeros(typingctx, word):
-    """How many zero bits lie above a non-zero uint64's highest set bit (LLVM's ctlz)."""
-    def codegen(context, builder, signature, args):
-        ctlz = builder.module.declare_intrinsic("llvm.ctlz", [args[0].type], _COUNT_BITS)
-        return builder.call(ctlz, [args[0], ir.Constant(ir.IntType(1), 0)])
-
-    return nb.types.uint64(nb.types.uint64), codegen
+_trailing_zeros = _bit_count("llvm.cttz")
+_leading_zeros = _bit_count("llvm.ctlz")
 
 
 _ONE = np.uint64(1)

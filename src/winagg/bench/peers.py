@@ -476,24 +476,28 @@ def run(args) -> int:
                                     + (2 * len(cfg["keyed_aggs"]) if cfg["keys"] else 0)) \
         + len(shares) * len(cfg["windows"]) * len(cfg["order_aggs"])
     rows = []
+
+    def series_points(kind, window, label, calls, share, bar):
+        """Time every aggregation and thread count of one window over one series (``calls(agg,
+        threads)``: the interleaved calls) and add their rows."""
+        nonlocal rows
+        for agg in cfg["aggs"]:
+            for threads in cfg["threads"]:
+                bar.set_postfix_str(f"{agg} {label} NaN={share:.0%} threads={_threads_label(threads)}")
+                results = measure(calls(agg, threads), cfg["repeat"])
+                rows += _rows_of(kind, agg, window, share, cfg["rows"], results, extra, threads=threads)
+                bar.update(1)
+
     with common.progress(points + 2 * len(OURS) * len(cfg["cold"]), NAME) as bar:
         for share in shares:
             values = make_values(cfg["rows"], share)
             for window in cfg["windows"]:
-                for agg in cfg["aggs"]:
-                    for threads in cfg["threads"]:
-                        bar.set_postfix_str(f"{agg} w={window} NaN={share:.0%} threads={_threads_label(threads)}")
-                        results = measure(row_calls(values, window, agg, threads), cfg["repeat"])
-                        rows += _rows_of("rows", agg, window, share, cfg["rows"], results, extra, threads=threads)
-                        bar.update(1)
+                series_points("rows", window, f"w={window}",
+                              lambda agg, threads: row_calls(values, window, agg, threads), share, bar)
             if cfg["span_rows"]:
                 times = make_times(cfg["rows"], cfg["span_rows"])
-                for agg in cfg["aggs"]:
-                    for threads in cfg["threads"]:
-                        bar.set_postfix_str(f"{agg} {SPAN} NaN={share:.0%} threads={_threads_label(threads)}")
-                        results = measure(time_calls(values, times, agg, threads), cfg["repeat"])
-                        rows += _rows_of("time", agg, SPAN, share, cfg["rows"], results, extra, threads=threads)
-                        bar.update(1)
+                series_points("time", SPAN, SPAN, lambda agg, threads: time_calls(values, times, agg, threads),
+                              share, bar)
         if cfg["keys"]:
             rows += _keyed_points(cfg, extra, bar)
         rows += _order_statistic_points(cfg, extra, bar)

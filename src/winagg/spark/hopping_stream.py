@@ -43,9 +43,16 @@ KEY_BUCKETS = 8
 CLOCK_FORMAT = 1
 
 
-def _heartbeat(watermark_ms: int) -> int:
-    """The timer (ms) that fires in the first micro-batch whose watermark is past ``watermark_ms``."""
-    return max(int(watermark_ms), 0) + 1
+def _heartbeat(handle, bucket, watermark_ms: int, expired: Optional[int]) -> None:
+    """Move ``bucket``'s timer (``bucket.timer``, ms) to fire in the first micro-batch whose
+    watermark is past ``watermark_ms``; ``expired`` is the timer that fired this call, if any
+    (Spark has dropped it already)."""
+    timer = max(int(watermark_ms), 0) + 1
+    if timer != bucket.timer:
+        if bucket.timer is not None and bucket.timer != expired:
+            handle.deleteTimer(bucket.timer)
+        handle.registerTimer(timer)
+        bucket.timer = timer
 
 
 def _bucket(keys, buckets: int):
@@ -110,12 +117,7 @@ def _pane_processor_class():
         def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
             c = self.config
             closed, dropped = windows.step(panes, _watermark(watermark_ms))
-            timer = _heartbeat(watermark_ms)
-            if timer != windows.timer:
-                if windows.timer is not None and windows.timer != expired:
-                    self.handle.deleteTimer(windows.timer)
-                self.handle.registerTimer(timer)
-                windows.timer = timer
+            _heartbeat(self.handle, windows, watermark_ms, expired)
             self.state.update((pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),))
             if closed is not None and closed.num_rows:
                 yield with_no_count(_pane_frame(closed, c))
@@ -331,12 +333,7 @@ def _key_processor_class():
                     self._keep(entry, windows, key_row, clock)
                     yield from self._emit(closed, key_row)
             clock.seen = max(clock.seen, watermark)
-            timer = _heartbeat(watermark_ms)
-            if timer != clock.timer:
-                if clock.timer is not None and clock.timer != expired:
-                    self.handle.deleteTimer(clock.timer)
-                self.handle.registerTimer(timer)
-                clock.timer = timer
+            _heartbeat(self.handle, clock, watermark_ms, expired)
             self.clock_state.update((pickle.dumps(clock, protocol=pickle.HIGHEST_PROTOCOL),))
 
         def _key_text(self, key_row: pd.DataFrame) -> str:
