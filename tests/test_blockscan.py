@@ -71,6 +71,24 @@ def test_float_windows_match_brute_force(key):
         assert got.dtype == np.int64
 
 
+def test_means_of_numbers_only_divide_by_the_rows(monkeypatch):
+    """Without NaN a mean divides each window's sum by its rows (no count scan): numpy's means of
+    every row, time and given-start window, in one piece and in several on threads."""
+    starts = np.maximum(np.repeat([0, 30, 31], [30, 1, len(CLEAN) - 31]), np.arange(len(CLEAN)) - 6)
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 8)
+    for threads in (1, 3):
+        for window in WINDOWS:
+            assert same(blockscan.rolling(CLEAN, window, "mean_f", threads=threads), brute_rows(CLEAN, window, "mean_f"))
+        for span in SPANS:
+            got = blockscan.rolling(CLEAN, None, "mean_f", times=TIMES, span=span, threads=threads)
+            assert same(got, brute_times(CLEAN, TIMES, span, "mean_f")), span
+        want = [np.mean(CLEAN[starts[i]:i + 1]) for i in range(len(CLEAN))]
+        assert same(blockscan.rolling(CLEAN, None, "mean_f", starts=starts, threads=threads), want)
+    for kwargs in (dict(window=7), dict(window=None, times=TIMES, span=5), dict(window=None, starts=starts)):
+        serial = blockscan.rolling(CLEAN, key="mean_f", **kwargs)
+        assert np.array_equal(blockscan.rolling(CLEAN, key="mean_f", threads=3, **kwargs), serial), kwargs
+
+
 @pytest.mark.parametrize("key", FLOAT_KEYS)
 def test_given_starts_and_pieces_on_threads(key, monkeypatch):
     # windows cut at "key" boundaries (rows 0, 30, 31, 90): starts jump forward there

@@ -125,6 +125,8 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
                             lambda rows: (ddof, root, _scratch(9 if width > 0 else 12, rows)))
         extreme_moments(x, starts, width, ddof, root, out, extreme)
         return out
+    if key == "mean_f" and not np.isnan(x).any():
+        key = "mean_rows"  # a window of numbers only: its count is its rows, not a second scan
     saw_nan = in_pieces(_kernel(key, width > 0), x, starts, width, widest, threads, out,
                         lambda rows: (_scratch(6, rows),))
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
@@ -193,7 +195,7 @@ def _kernel(key: str, rows: bool):
     """The compiled kernel of ``key`` ("moments" for var and std) for row or time windows."""
     if (key, rows) not in _kernels:
         _kernels[key, rows] = (_build_moments_kernel(rows) if key == "moments"
-                               else _build_scan_kernel(*_SCALAR_MONOIDS[key], rows))
+                               else _build_scan_kernel(*_SCALAR_MONOIDS[key], rows, by_rows=key == "mean_rows"))
     return _kernels[key, rows]
 
 
@@ -238,16 +240,17 @@ def _divide(value, count):
 #: comparison); a ``counted`` kernel also scans the number of valid values and gives it to ``finish``.
 _SCALAR_MONOIDS = {"sum_f": (_sum_lift, _add, 0.0, _no_count, False),
                    "mean_f": (_sum_lift, _add, 0.0, _divide, True),
+                   "mean_rows": (_sum_lift, _add, 0.0, _divide, False),
                    "max": (_keep, _max, -np.inf, _no_count, False),
                    "min": (_keep, _min, np.inf, _no_count, False),
                    "max_i": (_keep, _max, np.iinfo(np.int64).min, _no_count, False),
                    "min_i": (_keep, _min, np.iinfo(np.int64).max, _no_count, False)}
 
 
-def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
+def _build_scan_kernel(lift, combine, identity, finish, counted, rows, by_rows=False):
     """``kernel(x, starts, width, scratch, out, first) -> saw_nan``: rows (``width``) or time windows
     (``starts``); the answers of the segment starting before row ``first`` are not written."""
-    segment_end, ROWS = _time_segment_end, rows
+    segment_end, ROWS, BY_ROWS = _time_segment_end, rows, by_rows
 
     @jitcache.njit(error_model="numpy", nogil=True)
     def kernel(x, starts, width, scratch, out, first):
@@ -300,6 +303,11 @@ def _build_scan_kernel(lift, combine, identity, finish, counted, rows):
                         sn += 1.0 if u == u else 0.0
                         suffix_n[m - one - k] = sn
                         out[base + k] = finish(combine(previous[a], p), previous_n[a] + pn)
+                    elif BY_ROWS:  # a mean without NaN: the window's rows are its count
+                        # (a piece's rows: row windows past the lead-in are full; starts are the piece's)
+                        size = min(base + k + one, np.uint64(width)) if ROWS else base + k + one - np.uint64(
+                            starts[base + k])
+                        out[base + k] = finish(combine(previous[a], p), np.float64(size))
                     else:
                         out[base + k] = combine(previous[a], p)
                 saw_nan |= segment_nan
