@@ -76,15 +76,20 @@ def _assert_outputs_by_definition(flights_csv, out, rows):
     assert "## Per origin" in report and "## Per carrier" in report and "![per carrier](by_carrier.png)" in report
 
 
-def test_the_cli_runs_the_job_on_a_spark_connect_server(connect_url, flights_csv, tmp_path):
-    """``winagg pipeline --remote``: a Connect client in its own process (as a user runs it), relative paths."""
+@pytest.mark.parametrize("stream", [False, True], ids=["batch", "stream"])
+def test_the_cli_runs_the_job_on_a_spark_connect_server(connect_url, flights_csv, tmp_path, stream):
+    """``winagg pipeline --remote``: a Connect client in its own process (as a user runs it), relative paths;
+    the streaming job counts its dropped events (none) without a sparkContext."""
     env = {key: value for key, value in os.environ.items() if key != "SPARK_CONNECT_MODE_ENABLED"}
+    options = ["--stream", "--replay-files", "6", "--files-per-batch", "2"] if stream else []
     done = subprocess.run([sys.executable, "-m", "winagg.cli", "pipeline", "--remote", connect_url, "--input",
-                           str(flights_csv), "--output", "out", "--no-progress"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                           str(flights_csv), "--output", "out", "--no-progress", *options],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = 300 - sum(pd.read_csv(flights_csv)["departure"].isna())
     assert f"{rows:,} rows in" in done.stdout and "on local[2]" in done.stdout
+    if stream:
+        assert "events dropped as late or without a time: 0" in done.stdout
     _assert_outputs_by_definition(flights_csv, tmp_path / "out", rows)
 
 

@@ -75,7 +75,9 @@ class DroppedEvents:
     classic session and on Spark Connect alike; :meth:`of` reads it. :attr:`value` is the total over
     the micro-batches of every query run from this stream in this process; a
     micro-batch run again (a query resumed from its checkpoint) counts once.
-    The count is kept by a listener on the session: :meth:`close` removes it.
+    The count is kept by a listener on the session: :meth:`close` removes it
+    (through Spark Connect the listener runs in a thread of the client that
+    keeps the process running until :meth:`close` or ``spark.stop()``).
     """
 
     def __init__(self, spark):

@@ -226,6 +226,7 @@ def stream_results(spark, df, grouping: str, config: PipelineConfig, workdir: Pa
     if query.exception() is not None:
         raise query.exception()
     result, lost = spark.read.parquet(str(sink)), dropped.value
+    dropped.close()  # through Connect, its listener's thread would keep this process running
     expected = df.where(df[config.time].isNotNull()).count() - lost
     emitted = result.count()
     if emitted != expected:  # nothing may go missing silently
