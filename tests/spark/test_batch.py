@@ -129,7 +129,7 @@ def test_one_key_without_partition_columns(spark):
     (dict(partition_by="k", order_by="t", range="1 hour", aggs={"m": ("max", "v")}), "integer column"),
     (dict(partition_by="k", order_by="k", range=3, aggs={"m": ("max", "v")}), "numeric, date or timestamp"),
     (dict(partition_by="k", order_by="t", rows=3, aggs={"v": ("max", "v")}), "already exists"),
-    (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("median", "v")}), "unknown aggregation"),
+    (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("medain", "v")}), "unknown aggregation"),
     (dict(partition_by="k", order_by="t", rows=3, aggs={"m": ("max", "k")}), "give it as a third element"),
 ])
 def test_bad_arguments_are_named(spark, kwargs, message):
