@@ -185,9 +185,8 @@ def _scratch(rows: int, widest: int, dtype=np.float64) -> np.ndarray:
 
 # ---------------------------------------------------------------- segments
 # Each kernel is built twice, for row windows and for time windows (``ROWS``, a constant of its
-# closure: numba drops the branches of the other kind before typing them). A first call then
-# compiles only its kind's code: with an empty cache, std's first call over rows took 0.81-0.85 s
-# against 0.90-0.95 s for one kernel of both kinds (four fresh processes each).
+# closure: numba drops the branches of the other kind before typing them), so a first call
+# compiles only its kind's code.
 _kernels: dict = {}
 
 

@@ -146,7 +146,7 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     gives. Hopping windows kept per key run FiBA's batch step over int64 times and the
     compaction that pickling a state runs, for every output and the non-null counts; kept as
     panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
-    float64 positions only. Each is a FiBA tree of its own, about half a minute on a 2-core machine.
+    float64 positions only. Each is a FiBA tree of its own, the slowest kernels winagg compiles.
     """
     from ..range_batches import compact_kernel, compiled_batches
 
