@@ -165,14 +165,28 @@ def _pane_frame(closed: pa.Table, config) -> pd.DataFrame:
     return pd.DataFrame(frame)
 
 
+def _result(df, keys, order_by, time_type, outputs) -> tuple:
+    """``(columns, needed, schema)`` of a hopping stream: its result's column names, the input
+    columns it reads, and the result's Spark schema (keys, window bounds of the event time's type,
+    outputs)."""
+    from pyspark.sql.types import StructField, StructType
+
+    from .hopping import WINDOW_COLUMNS
+
+    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
+    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
+                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    return columns, needed, schema
+
+
 def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets):
     """:func:`sliding_stream` with ``slide=`` and pane-combinable outputs: rows become panes before
     the stateful operator, which keeps every bucket's panes as arrays."""
     from pyspark.sql.pandas.types import from_arrow_schema
-    from pyspark.sql.types import StructField, StructType, TimestampNTZType
+    from pyspark.sql.types import TimestampNTZType
 
     from .batch import _arrow_type
-    from .hopping import WINDOW_COLUMNS
     from .panes import BUCKET_COLUMN, PaneCombine, pane_schema
 
     dropped = DroppedEvents(df.sparkSession)
@@ -180,8 +194,7 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
     schema = pane_schema(key_fields, parts)
     pane = math.gcd(size_ns, slide_ns)
     combine = PaneCombine(keys, order_by, pane, parts, schema)
-    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    columns, needed, out_schema = _result(df, keys, order_by, time_type, outputs)
     # rows without a time are counted here: the panes that cross carry none
     timed = dropped.observe_untimed(df.select(*needed), order_by)
     pane_rows = timed.withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
@@ -191,8 +204,6 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
               "key_fields": key_fields, "columns": columns,
               "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets),
               "crossing": crossing}
-    out_schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                            + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
     # The bucket is a function of the keys: added to the panes, not to every row that crosses into Python
     # (each column costs 40-100 ns a row there, 80-200 ms of a 2,000,000-row micro-batch).
     panes = crossed.withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
@@ -239,6 +250,7 @@ def _key_processor_class():
     from pyspark.sql.streaming import StatefulProcessor
 
     from .hopping import WINDOW_COLUMNS, HoppingWindows, key_text
+    from .panes import BUCKET_COLUMN
 
     class HoppingProcessor(StatefulProcessor):
         """transformWithStateInPandas processor: a bucket of keys, a :class:`HoppingWindows` per key.
@@ -277,17 +289,14 @@ def _key_processor_class():
 
         def _keep(self, entry: bytes, windows, key_row, clock: _Clock) -> None:
             end = windows.next_end()
-            if end is None and not len(windows):
+            if end is None:  # no pane with rows is left: the key starts anew at the clock next time
                 self.windows.removeKey((entry,))
                 clock.due.pop(entry, None)
                 return
             # cloudpickle: a user monoid may come from a module this process cannot import
             blob = cloudpickle.dumps((windows, key_row), protocol=pickle.HIGHEST_PROTOCOL)
             self.windows.updateValue((entry,), (zlib.compress(blob, 1),))
-            if end is None:
-                clock.due.pop(entry, None)
-            else:
-                clock.due[entry] = end
+            clock.due[entry] = end
 
         def _emit(self, closed: Optional[pa.Table], key_row: pd.DataFrame) -> Iterator[pd.DataFrame]:
             c = self.config
@@ -308,7 +317,7 @@ def _key_processor_class():
             stepped = set()
             if rows is not None:
                 events, times, dropped = c["crossing"].read(rows)
-                events = events.drop(columns=c["bucket_column"])
+                events = events.drop(columns=BUCKET_COLUMN)
                 groups = events.groupby(keys, dropna=False, sort=False).indices if len(events) else {}
                 for where in groups.values():
                     key_row = events.iloc[where[:1]][keys].reset_index(drop=True)
@@ -357,7 +366,7 @@ def _key_processor_class():
 
 def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
     """:func:`sliding_stream` with ``slide=``."""
-    from pyspark.sql.types import StructField, StructType, TimestampNTZType
+    from pyspark.sql.types import TimestampNTZType
 
     from .batch import _arrow_type, hopping_spans
     from .hopping import WINDOW_COLUMNS
@@ -379,16 +388,13 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
         return pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
     longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
-    columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
-    needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
+    columns, needed, schema = _result(df, keys, order_by, time_type, outputs)
     # the bucket from the keys as they are (a null long key apart from 0), before they cross
     bucketed = _watermarked(df.select(*needed), order_by, delay).withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
     crossed, crossing = _Crossing.of(df, keys, order_by, needed).encode(bucketed)
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "columns": columns,
               "keyed_columns": keyed, "long_columns": longs, "buckets": int(buckets),
-              "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing, "bucket_column": BUCKET_COLUMN}
-    schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+              "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing}
     stream = crossed.groupBy(BUCKET_COLUMN).transformWithStateInPandas(
         _key_processor_class()(config), with_dropped_column(schema), "Append", "EventTime",
         initialState=_initial_buckets(df, buckets))
