@@ -32,6 +32,10 @@ EXPERIMENTS = {
     "stream": "winagg.bench.stream",
     "peers": "winagg.bench.peers",
     "cold": "winagg.bench.cold",
+    "reference": "winagg.bench.reference",
+    "reference_ooo": "winagg.bench.reference_ooo",
+    "reference_cpu": "winagg.bench.reference_cpu",
+    "amta_pairs": "winagg.bench.amta_pairs",
 }
 
 

@@ -5,9 +5,9 @@ running value. This script times the first and the second write of an array as l
 answers of 30,000,000 rounds (240 MB of float64), each time right after the previous array was
 freed and after a pause of --pause seconds:
 
-    .venv/bin/python bench/fresh_memory.py
-    .venv/bin/python bench/fresh_memory.py --megabytes 80 --pause 1 3 --repeat 3
-    .venv/bin/python bench/fresh_memory.py --small-pages   # without numpy's 2 MiB page hint
+    .venv/bin/python scripts/fresh_memory.py
+    .venv/bin/python scripts/fresh_memory.py --megabytes 80 --pause 1 3 --repeat 3
+    .venv/bin/python scripts/fresh_memory.py --small-pages   # without numpy's 2 MiB page hint
 
 On a virtual machine whose guest hands freed memory back to the hypervisor (virtio-balloon free
 page reporting), pages freed a few seconds ago are taken from the host again on the next write,

@@ -1,20 +1,10 @@
-"""bench/vs_reference_ooo.py's plans replay the reference's bulk rounds, unsigned times included."""
-
-import importlib.util
-from pathlib import Path
+"""``winagg bench reference_ooo``: its plans replay the reference's bulk rounds, unsigned times included."""
 
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "vs_reference_ooo.py"
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("vs_reference_ooo", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from winagg.bench import reference_ooo as script
+from winagg.cli import main
 
 
 def reference_window(experiment, n, d, m, iterations):
@@ -33,7 +23,7 @@ def reference_window(experiment, n, d, m, iterations):
     return held
 
 
-def test_a_negative_evict_time_evicts_everything_and_never_stays_never(script):
+def test_a_negative_evict_time_evicts_everything_and_never_stays_never():
     never, everything = script.NEVER, script.EVERYTHING
     horizons = np.array([never, -5, -1, 0, 7], np.int64)
     assert script.as_reference_horizons(horizons).tolist() == [never, everything, everything, 0, 7]
@@ -41,9 +31,20 @@ def test_a_negative_evict_time_evicts_everything_and_never_stays_never(script):
 
 @pytest.mark.parametrize("experiment", ["bulk_evict", "bulk_evict_insert"])
 @pytest.mark.parametrize("d, m", [(0, 2), (1, 2), (4, 2), (6, 3), (2, 5)])
-def test_the_expected_answer_is_the_reference_drivers_window(script, experiment, d, m):
+def test_the_expected_answer_is_the_reference_drivers_window(experiment, d, m):
     n, iterations = 10, 40
     steps = script.reference_steps(experiment, n, d, m, iterations)
     values = [1 + t % 101 for t in reference_window(experiment, n, d, m, iterations)]
     assert script.expected("sum", steps) == pytest.approx(sum(values))
     assert script.expected("max", steps) == pytest.approx(max(values))
+
+
+def test_a_distance_beyond_the_window_is_refused_before_any_build(tmp_path):
+    with pytest.raises(SystemExit, match="--ooo-distances"):
+        main(["bench", "reference_ooo", "--reference-src", str(tmp_path), "--window", "16", "--ooo-distances", "16"])
+
+
+def test_a_missing_source_folder_says_where_to_get_it(tmp_path, capsys):
+    assert main(["bench", "reference_ooo", "--reference-src", str(tmp_path / "nowhere"), "--quick"]) == 2
+    error = capsys.readouterr().err
+    assert "no folder at" in error and "github.com/IBM/sliding-window-aggregators" in error
