@@ -76,9 +76,8 @@ def tuple_layout(*dtypes) -> Layout:
 
     A partial's fields sit side by side, so a slot read from memory is one cache line, not one
     per field: with a window out of the cache that is what a tuple partial's round waits on
-    (geometric mean at 2^22 items, two runs each in turns, ../shared/bench/vs_reference.py:
-    FlatFAT 2.6-3.0 -> 13.5-17.2 M rounds/s, DABA 31-32 -> 34-41, FlatFIT 25-29 -> 29-38,
-    against one array per field).
+    (the figures against one array per field are on docs/benchmarks/reference.md, measured with
+    ``winagg bench reference``).
     """
     types = tuple(np.dtype(d).type for d in dtypes)
     if not 2 <= len(types) <= 4:

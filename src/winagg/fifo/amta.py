@@ -55,7 +55,7 @@ INFO = dict(order="fifo", needs_inverse=False,
             options={})
 
 #: Blocks of 2**LOG_BLOCK items in memory (see build). 7 measured best of 3..9 at window 4096
-#: (bench/amta_pairs.py): smaller blocks pay the event calls more often, larger ones gain nothing.
+#: (`winagg bench amta_pairs`): smaller blocks pay the event calls more often, larger ones gain nothing.
 LOG_BLOCK = 7
 
 
