@@ -62,6 +62,13 @@ def rolling(values, window, monoid, times=None) -> np.ndarray:
     return _arrival_answers(x, t, w, monoid)
 
 
+def window_answers(values: np.ndarray, starts: np.ndarray, monoid) -> np.ndarray:
+    """Each row's exact quantile, median or rank over the rows ``starts[i]`` to ``i`` of the
+    float64 ``values`` (NaN never counted), for windows cut anywhere, as per-key frames cut them:
+    ``starts`` never decreases and ``starts[i] <= i``."""
+    return _sliding_answers(np.asarray(values, np.float64), 0, np.asarray(starts, np.int64), monoid)
+
+
 def _codes(monoid):
     """``(rank, a, b, c)``: the kernel's arguments for ``monoid`` (rank or quantile)."""
     if isinstance(monoid, Rank):

@@ -129,6 +129,30 @@ def ship_by_value(monoid) -> None:
                     pickler.register_pickle_by_value(module)
 
 
+def _names_quantile(aggregation) -> bool:
+    return isinstance(aggregation, str) and aggregation.lower() == "quantile"
+
+
+def _quantile(name: str, spec: tuple):
+    """The exact quantile of ``aggs[name] = ("quantile", column, q)``."""
+    if len(spec) != 3:
+        raise SparkInputError(f"aggs[{name!r}]: an exact quantile is ('quantile', column, q) with q in [0, 1], "
+                              f"got {spec!r}")
+    try:
+        return aggregations.Quantile(spec[2])
+    except (TypeError, ValueError) as error:
+        raise SparkInputError(f"aggs[{name!r}]: {error}") from error
+
+
+def _check_quantile_input(name: str, monoid, column: str, data_type) -> None:
+    """Spark's ``percentile`` takes numbers only; so do winagg's exact quantiles and medians."""
+    from pyspark.sql.types import NumericType
+
+    if not isinstance(data_type, NumericType):
+        raise SparkInputError(f"aggs[{name!r}]: {monoid.name} needs a numeric column; {column!r} is "
+                              f"{data_type.simpleString()}")
+
+
 def _outputs(df, aggs: Mapping[str, Any]) -> list:
     outputs = []
     for name, spec in aggs.items():
@@ -139,7 +163,12 @@ def _outputs(df, aggs: Mapping[str, Any]) -> list:
             raise SparkInputError(f"output column {name!r} already exists in the DataFrame")
         aggregation, column = spec[0], spec[1]
         _check_columns(df, [column], "input")
-        monoid = aggregations.get(aggregation)
+        if _names_quantile(aggregation):
+            monoid, spec = _quantile(name, spec), spec[:2]
+        else:
+            monoid = aggregations.get(aggregation)
+        if isinstance(monoid, aggregations.Quantile):
+            _check_quantile_input(name, monoid, column, df.schema[column].dataType)
         ship_by_value(monoid)
         input_type = _arrow_type(df.schema[column].dataType)
         if len(spec) == 3:
@@ -202,7 +231,12 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         exact, and one outside the long range raises OverflowError naming the
         output column and the row (or key and window), as Spark's ANSI sum
         raises, never wrapping around; a mean of longs is the correctly rounded
-        quotient of the exact sum.
+        quotient of the exact sum. ``("quantile", column, q)`` (q in [0, 1]) and
+        ``("median", column)`` are exact: Spark's ``percentile(column, q)`` (the
+        median its ``percentile(column, 0.5)``) over the same frame, to the bit,
+        as doubles of numeric columns, from compiled order statistics
+        (:mod:`winagg.spark.quantile`); for a bounded state in hopping windows
+        and streams use ``"quantile_sketch"`` (an estimate).
     algorithm:
         The in-order algorithm (default: ``winagg.rolling``'s choice).
     num_partitions:

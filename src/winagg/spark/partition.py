@@ -530,6 +530,10 @@ def _make_window(output: Output, input_type: pa.DataType, spec: PartitionWindows
     time_dtype = None
     if spec.frame.rows is None:
         time_dtype = np.float64 if isinstance(spec.frame.span, float) else np.int64
+    if isinstance(output.monoid, aggregations.Quantile) and _is_numeric(input_type):
+        from .quantile import QuantileFrameWindow  # exact quantiles and medians: compiled order statistics
+
+        return QuantileFrameWindow(output.monoid, spec.frame, time_dtype), _numeric_values
     if exact_sum_input(output.monoid, input_type):
         sums = aggregations.get("sum")
         name = spec.algorithm or choose_algorithm(sums.compiled_for(np.dtype(np.int64)), True)
