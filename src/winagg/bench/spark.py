@@ -9,7 +9,9 @@ holds about R rows: the range point "range ~R" is comparable with the row
 frame of R rows.
 
 For each row frame of ``--spark-windows`` rows and the range frame of about
-``--spark-range-rows`` rows, and each aggregation (``--aggs``, max and sum),
+``--spark-range-rows`` rows, and each aggregation (``--aggs``: max, min, sum, and the
+exact ``quantile`` (q = 0.9) and ``median``, whose Spark peer is ``percentile(v, q)``
+over the same frame; default max and sum),
 these methods add the window column, each timed as a full action (a write to
 Spark's ``noop`` format, so every row is computed and nothing is stored):
 
@@ -62,6 +64,8 @@ SEGMENT_TREE = "spark.sql.window.segmentTree.enabled"
 SPACING = 10
 #: Relative tolerance of the equality check (sums of doubles in another order round differently).
 TOLERANCE = 1e-9
+#: The exact order statistics and their q: Spark's peer is percentile(v, q) (it refuses median() over a frame).
+PERCENTILES = {"quantile": 0.9, "median": 0.5}
 COLUMNS = ("frame", "window", "range", "aggregation", "method", "seconds", "min_seconds", "max_seconds", "cpu_seconds",
            "repeats", "rows", "keys", "partitions", "equal", "speedup_vs_native_default", "speedup_vs_native_segment_tree",
            "load", "master", "spark", "arrow_batch", "cpu", "cores", "python", "numba", "numpy", "platform", "command")
@@ -96,9 +100,9 @@ def _settings(args) -> dict:
     if unknown:
         raise SystemExit(f"winagg bench spark: unknown method {unknown[0]!r} (methods: {' '.join(METHODS)})")
     for agg in cfg["aggs"]:
-        if agg not in ("max", "min", "sum"):
-            raise SystemExit(f"winagg bench spark: --aggs takes max, min and sum (Spark's windowed "
-                             f"aggregates that the segment tree serves), got {agg!r}")
+        if agg not in ("max", "min", "sum", *PERCENTILES):
+            raise SystemExit(f"winagg bench spark: --aggs takes max, min, sum, quantile and median (Spark's "
+                             f"windowed aggregates and its exact percentile), got {agg!r}")
     if cfg["spark_rows"] < cfg["spark_keys"] or cfg["spark_keys"] < 1:
         raise SystemExit("winagg bench spark: --spark-rows must be at least --spark-keys >= 1")
     return cfg
@@ -181,14 +185,16 @@ def _native(df, frame: str, window: int, agg: str):
     spec = Window.partitionBy("key").orderBy("t")
     rows, span = frame_span(frame, window)
     spec = spec.rowsBetween(-(rows - 1), 0) if frame == "rows" else spec.rangeBetween(-span, 0)
-    return df.withColumn(f"native_{agg}", getattr(F, agg)("v").over(spec))
+    column = F.percentile("v", PERCENTILES[agg]) if agg in PERCENTILES else getattr(F, agg)("v")
+    return df.withColumn(f"native_{agg}", column.over(spec))
 
 
 def _winagg(df, frame: str, window: int, agg: str, partitions: int):
     from ..spark import sliding
 
     rows, span = frame_span(frame, window)
-    return sliding(df, partition_by="key", order_by="t", rows=rows, range=span, aggs={f"w_{agg}": (agg, "v")},
+    spec = ("quantile", "v", PERCENTILES[agg]) if agg == "quantile" else (agg, "v")
+    return sliding(df, partition_by="key", order_by="t", rows=rows, range=span, aggs={f"w_{agg}": spec},
                    num_partitions=partitions)
 
 
