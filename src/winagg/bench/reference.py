@@ -164,8 +164,8 @@ def run(args) -> int:
     except build.ReferenceError as error:
         print(f"winagg bench {NAME}: {error}", file=sys.stderr)
         return 2
-    extra = mta_common.extra_columns(NAME, cfg, ("reference_src", "windows", "algorithms", "aggs", "scale",
-                                                 "rounds", "repeat", "quick", "out"))
+    given = ("reference_src", "windows", "algorithms", "aggs", "scale", "rounds", "repeat", "quick", "out")
+    extra = mta_common.extra_columns(NAME, cfg, [key for key in given if cfg[key] is not None])
     path = Path(cfg["out"]) / "reference.csv"
     cells = [(n, algorithm, agg) for n in cfg["windows"] for algorithm in cfg["algorithms"] for agg in cfg["aggs"]]
     rows = []
