@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 # Profiles for the tests that take their settings from the profile (the state machines of
 # tests/stateful.py, the formula checks of tests/aggregations/test_formulas.py).
-# `HYPOTHESIS_PROFILE=deep bash scripts/test.sh tests/fifo/test_fifo_stateful.py ...` explores
+# `HYPOTHESIS_PROFILE=deep bash scripts/test.sh tests/algos/fifo/test_fifo_stateful.py ...` explores
 # far more sequences; CI runs the default.
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])

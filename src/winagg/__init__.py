@@ -9,14 +9,14 @@ array([1., 3., 5., 7.])
 """
 
 from . import aggregations
-from .errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
+from .core.errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
                      StoreCorruptError, StoreLockedError, UnknownNameError, UnsupportedOperationError,
                      WinaggError)
-from .monoid import Monoid
-from .registry import AlgorithmInfo, algorithms, make
-from .rolling import rolling
-from .slide_policies import Multi
-from .window import Window, WindowResult
+from .core.monoid import Monoid
+from .algos.registry import AlgorithmInfo, algorithms, make
+from .windows.rolling import rolling
+from .windows.slide_policies import Multi
+from .windows.window import Window, WindowResult
 
 __version__ = "0.1.0"
 

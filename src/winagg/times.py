@@ -1,8 +1,8 @@
 """The one front door for times and durations.
 
 Every path that takes a time or a duration from a user converts it here (``winagg.rolling``,
-``winagg.Window`` through :mod:`winagg.event_time`, the per-item aggregator through
-:mod:`winagg.time_index`), so each rule is written once:
+``winagg.Window`` through :mod:`winagg.windows.event_time`, the per-item aggregator through
+:mod:`winagg.windows.time_index`), so each rule is written once:
 
 * A **duration** (``numpy.timedelta64`` of any unit, ``datetime.timedelta``,
   ``pandas.Timedelta``, text such as ``"10min"``, a fixed pandas offset such as
@@ -37,7 +37,7 @@ from typing import Optional, Tuple
 import numba as nb
 import numpy as np
 
-from .errors import InvalidTimeError
+from .core.errors import InvalidTimeError
 from .values import INT64_MAX, INT64_MIN, to_array
 
 #: Where a duration is wanted and a bare number is not accepted: what to give instead.

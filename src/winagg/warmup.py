@@ -9,7 +9,7 @@ their sources, and ``winagg warm`` runs it in any environment.
 Why a cache made at build time stays valid: numba files a kernel under its
 source file's folder (``__pycache__``) with an index that holds the sha256 of
 that source file and numba's version, and looks an entry up by the kernel's
-signature, the CPU's name and features, and :func:`winagg.jitcache.function_digest`
+signature, the CPU's name and features, and :func:`winagg.core.jitcache.function_digest`
 (the code of the kernel and of every compiled function it calls). Installed
 files keep their content, so the index still matches. Another CPU, another
 numba or Python version, or an edited source misses the cache: that kernel is

@@ -32,7 +32,7 @@ def test_window_and_eviction_sizes():
 
 def test_the_bulk_evictions_answer_for_the_items_left_and_fill_the_window_again():
     from winagg.bench.common import compiled_spec, paper_values
-    from winagg.registry import info
+    from winagg.algos.registry import info
 
     window, counts, repeat, period = 64, [1, 8, 63], 2, 1 << 16
     values = paper_values(period)

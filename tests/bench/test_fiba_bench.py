@@ -61,7 +61,7 @@ def test_flights_driver_answers_the_closed_window_behind_the_youngest_flight():
 
 
 # b_fiba4 also with single inserts (the rounds' other path): another FiBA variant here would compile
-# a whole tree for this test alone (nb_fiba8 took about 15 s); the variants are checked in tests/ooo.
+# a whole tree for this test alone (nb_fiba8 took about 15 s); the variants are checked in tests/algos/ooo.
 @pytest.mark.parametrize("name,d,bulk_insert", [("b_fiba4", 0, True), ("b_fiba4", 8, True), ("b_fiba4", 8, False),
                                                 ("daba_lite", 0, False)])
 def test_filled_window_batches_query_the_n_latest_items(name, d, bulk_insert):

@@ -355,7 +355,7 @@ def test_sizes_and_slides_are_read_by_the_front_door_never_truncated():
 
 
 def test_a_window_that_would_end_past_int64_nanoseconds_is_refused_not_wrapped():
-    from winagg.errors import InvalidTimeError
+    from winagg.core.errors import InvalidTimeError
 
     outputs = [Output("max", "v", aggregations.get("max"), pa.float64())]
     windows = HoppingWindows(outputs, 10 * MINUTE, 4 * MINUTE)

@@ -128,7 +128,7 @@ def test_timestamps_run_as_nanoseconds_and_one_past_2262_is_refused_naming_its_c
     range give their folds; a 9999-12-31 stamp raises InvalidTimeError instead of wrapping around."""
     import datetime as dt
 
-    from winagg.errors import InvalidTimeError
+    from winagg.core.errors import InvalidTimeError
 
     stamps = [dt.datetime(1677, 9, 22), dt.datetime(1677, 9, 22, 0, 0, 2), dt.datetime(2262, 4, 10),
               dt.datetime(2262, 4, 10, 0, 0, 1, 500)]

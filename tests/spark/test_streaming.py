@@ -311,7 +311,8 @@ def test_a_keys_state_of_another_layout_is_refused_by_name():
 def test_a_keys_state_runs_the_kernels_of_the_batch_job():
     """After the batch job's range frames ran over the same columns, a key's state builds no new kernel:
     neither a driver nor a FiBA batch step (the kernels of time-keyed windows)."""
-    from winagg import aggregations, driver, range_batches
+    from winagg import aggregations
+    from winagg.engine import driver, range_batches
     from winagg.spark.partition import Frame, Output, PartitionWindows, result_type
     from winagg.spark.streaming import _KeyState
 

@@ -9,8 +9,8 @@ Stddev(0)
 
 from __future__ import annotations
 
-from ..errors import UnknownNameError
-from ..monoid import Monoid
+from ..core.errors import UnknownNameError
+from ..core.monoid import Monoid
 from .base import Aggregation, Compiled
 from .numeric import (ArgMax, ArgMin, Count, GeoMean, Max, MaxCount, Mean, Min, MinCount,
                       RelativeVariation, Stddev, StddevPop, Sum, Variance, VariancePop)

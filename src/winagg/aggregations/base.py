@@ -7,9 +7,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import jitcache
-from ..layout import Layout, tuple_layout
-from ..monoid import Monoid
+from ..core import jitcache
+from ..core.layout import Layout, tuple_layout
+from ..core.monoid import Monoid
 from ..values import is_missing
 
 

@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ..layout import scalar_layout, tuple_layout
+from ..core.layout import scalar_layout, tuple_layout
 from .base import Aggregation, Compiled, float_input
 
 INF = np.inf

@@ -1,7 +1,7 @@
 """Exact order statistics of a window: quantiles, the median and the rank of the newest value.
 
 They are holistic: no constant-size partial gives them. :func:`winagg.rolling` computes them
-with compiled order-statistic trees (:mod:`winagg.order_stats`, O(log w) per row). Every other
+with compiled order-statistic trees (:mod:`winagg.engine.order_stats`, O(log w) per row). Every other
 path (``winagg.make``, ``Window``, stored windows, a named ``algorithm=``) runs them as plain
 Python monoids whose partial is the window's sorted values (a combine costs O(w)); for a
 bounded-size partial use :class:`winagg.aggregations.QuantileSketch`.
@@ -61,7 +61,7 @@ class Quantile(Aggregation):
         self._init_sorted(type(self).__name__.lower())
 
     def _init_sorted(self, name):
-        from ..order_stats import quantile_of_sorted
+        from ..engine.order_stats import quantile_of_sorted
 
         def lift(item):
             value = _number(item, name)
@@ -104,7 +104,7 @@ class Rank(Aggregation):
         Aggregation._init_python(self, ((), None), _rank_combine, _rank_lift, self._lower, False, "rank")
 
     def _lower(self, partial):
-        from ..order_stats import rank_in_sorted
+        from ..engine.order_stats import rank_in_sorted
 
         ordered, newest = partial
         return math.nan if newest is None else rank_in_sorted(ordered, newest, self.method, self.pct, self.ascending)

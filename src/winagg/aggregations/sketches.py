@@ -21,8 +21,8 @@ import numba as nb
 import numpy as np
 from numba.extending import intrinsic
 
-from .. import jitcache
-from ..layout import vector_layout
+from ..core import jitcache
+from ..core.layout import vector_layout
 from ..values import is_missing
 from .base import Aggregation, Compiled, float_input
 
@@ -33,12 +33,12 @@ class CompiledSketch(Compiled):
 
     A sketch's combine returns a new array; an algorithm that keeps partials in the rows
     of a buffer folds into them with ``combine_into`` instead (``out`` may be ``a`` or
-    ``b``), so that an insert or evict allocates nothing (see :class:`winagg.ops.Ops`).
+    ``b``), so that an insert or evict allocates nothing (see :class:`winagg.core.ops.Ops`).
     """
 
     combine_into: Any = None
     #: ``combine_rows(out_buf, out, a_buf, a, b_buf, b)``: the combine of two rows of 2D
-    #: buffers written into a third, by index (no row views; see :class:`winagg.ops.Ops`)
+    #: buffers written into a third, by index (no row views; see :class:`winagg.core.ops.Ops`)
     combine_rows: Any = None
 
 _U = np.uint64

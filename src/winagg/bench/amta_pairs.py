@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from ..rolling import rolling
+from ..windows.rolling import rolling
 from . import common, mta_common
 
 NAME = "amta_pairs"

@@ -12,8 +12,9 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .. import aggregations, registry
-from ..errors import NotInvertibleError
+from .. import aggregations
+from ..algos import registry
+from ..core.errors import NotInvertibleError
 
 #: The in-order algorithms every experiment runs by default.
 FIFO_ALGORITHMS = ("recalc", "soe", "two_stacks", "two_stacks_lite", "daba", "daba_lite")

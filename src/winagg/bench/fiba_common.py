@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registry
-from ..driver import (NO_ANSWER, WHOLE, OutOfOrderPlan, bulk_plan, compiled_driver, compiled_out_of_order_driver,
+from ..algos import registry
+from ..engine.driver import (NO_ANSWER, WHOLE, OutOfOrderPlan, bulk_plan, compiled_driver, compiled_out_of_order_driver,
                       run_out_of_order)
-from ..driver import run as run_plan
-from ..ops import power_of_two_at_least
+from ..engine.driver import run as run_plan
+from ..core.ops import power_of_two_at_least
 from . import common
 
 FIBA_ALGORITHMS = ("b_fiba4", "b_fiba8", "nb_fiba4", "nb_fiba8")
@@ -54,7 +54,7 @@ def paper_stream(first: int, count: int) -> np.ndarray:
 def stream_driver(name: str, agg: str):
     """The timed window driver that runs the synthetic stream for ``name`` over ``agg`` (built once
     per process by the driver module): FiBA's out-of-order driver, evicting first
-    (:func:`winagg.driver.compiled_out_of_order_driver`), for a FiBA variant, the in-order
+    (:func:`winagg.engine.driver.compiled_out_of_order_driver`), for a FiBA variant, the in-order
     driver's bulk build for a registry algorithm."""
     spec, opts = common.compiled_spec(agg), fiba_options(name)
     if opts is not None:
@@ -185,7 +185,7 @@ def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
     """Bytes of the buffers a :class:`FilledWindow` allocates (numba zeroes them: all resident)."""
     opts = fiba_options(name)
     if opts is not None:
-        from ..ooo import fiba_layout as layout
+        from ..algos.ooo import fiba_layout as layout
 
         mu = opts["min_arity"]
         nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * layout.MARGIN

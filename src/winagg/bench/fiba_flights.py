@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..driver import WHOLE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, run_out_of_order
+from ..engine.driver import WHOLE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, run_out_of_order
 from . import common, fiba_common
 
 NAME = "fiba_flights"

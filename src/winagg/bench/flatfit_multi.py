@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fifo.multi_query import descending, multi_query
-from ..registry import info
-from ..rolling import rolling
+from ..algos.fifo.multi_query import descending, multi_query
+from ..algos.registry import info
+from ..windows.rolling import rolling
 from . import common, ra_common
 
 NAME = "flatfit"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registry
-from ..driver import compiled_driver, row_plan
-from ..driver import run as run_plan
+from ..algos import registry
+from ..engine.driver import compiled_driver, row_plan
+from ..engine.driver import run as run_plan
 from . import common, plots
 from .cycles import cycles_per_ns, timer_overhead
 
@@ -57,7 +57,7 @@ def add_arguments(group) -> None:
 
 def run_rounds(algorithm, spec, values, window: int, rounds: int) -> np.ndarray:
     """Cycles of each round (int64, ``rounds`` of them): the timed build of ``winagg.rolling``'s loop
-    (the window driver's dense row loop; :func:`winagg.driver.compiled_driver` with ``timed``)
+    (the window driver's dense row loop; :func:`winagg.engine.driver.compiled_driver` with ``timed``)
     fills the window with ``values[:window]`` untimed, then runs the rounds of evict + insert +
     query with ``want_counts``: a stamp of the cycle counter before each round's evict and after
     its query."""

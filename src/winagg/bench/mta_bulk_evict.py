@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registry
-from ..driver import bulk_plan, compiled_driver
-from ..driver import run as run_plan
+from ..algos import registry
+from ..engine.driver import bulk_plan, compiled_driver
+from ..engine.driver import run as run_plan
 from . import common, mta_common
 from .cycles import cycles_per_ns
 
@@ -48,7 +48,7 @@ def eviction_sizes(window: int) -> list:
 
 def bulk_evict_cycles(algorithm, spec, values, window: int, counts, repeat: int):
     """``(cycles, checksum)`` of one algorithm x aggregation, through the window driver's timed bulk
-    build (:func:`winagg.driver.compiled_driver` with ``timed`` and ``bulk``).
+    build (:func:`winagg.engine.driver.compiled_driver` with ``timed`` and ``bulk``).
 
     The window is filled with ``window`` items, then for each count c one run of the driver
     repeats ``repeat`` times a step that evicts the c oldest and answers, and one that inserts

@@ -5,7 +5,7 @@ of NaN (default 1%), windows 100, 1,000 and 10,000, aggregations sum, mean,
 std, var, max, min and count. Each implementation computes the same pandas
 semantics (``min_periods=1``, NaN skipped, ``ddof=1``):
 
-- ``blockscan``: :func:`winagg.blockscan.rolling` (block prefix/suffix scans);
+- ``blockscan``: :func:`winagg.engine.blockscan.rolling` (block prefix/suffix scans);
 - ``winagg``: :func:`winagg.rolling`, the public call;
 - ``bottleneck``: ``move_*`` with ``min_count=1`` (it has no count);
 - ``polars``: ``Series.rolling_*`` with ``min_samples=1`` on a Series whose NaN
@@ -140,7 +140,7 @@ def _threads(word: str):
 
 
 def _threads_label(threads) -> str:
-    from ..pieces import thread_count
+    from ..engine.pieces import thread_count
 
     return f"all ({thread_count(None)})" if threads is None else str(threads)
 
@@ -177,9 +177,9 @@ def row_calls(values: np.ndarray, window: int, agg: str, threads=1) -> dict:
     import pandas as pd
     import polars as pl
 
-    from .. import blockscan
-    from ..pieces import thread_count
-    from ..rolling import rolling
+    from ..engine import blockscan
+    from ..engine.pieces import thread_count
+    from ..windows.rolling import rolling
 
     key = _key(agg)
     series = pd.Series(values)
@@ -202,9 +202,9 @@ def time_calls(values: np.ndarray, times: np.ndarray, agg: str, threads=1) -> di
     import pandas as pd
     import polars as pl
 
-    from .. import blockscan
-    from ..pieces import thread_count
-    from ..rolling import rolling
+    from ..engine import blockscan
+    from ..engine.pieces import thread_count
+    from ..windows.rolling import rolling
 
     key = _key(agg)
     ticks = times.view(np.int64)
@@ -229,7 +229,7 @@ def keyed_calls(values: np.ndarray, keys: np.ndarray, window, agg: str, times=No
     import pandas as pd
     import polars as pl
 
-    from ..rolling import rolling
+    from ..windows.rolling import rolling
 
     frame = pl.DataFrame({"k": keys, "x": pl.Series(values, nan_to_null=True)})
     if times is None:
@@ -326,7 +326,8 @@ import json, sys, time
 import numpy as np
 start = time.perf_counter()
 import winagg
-from winagg import aggregations, blockscan
+from winagg import aggregations
+from winagg.engine import blockscan
 imported = time.perf_counter() - start
 which, agg = sys.argv[1], sys.argv[2]
 values = np.random.default_rng(0).normal(size=10_000)
@@ -430,7 +431,7 @@ def order_calls(values: np.ndarray, window: int, agg: str) -> dict:
     import polars as pl
 
     from ..aggregations import Quantile
-    from ..rolling import rolling
+    from ..windows.rolling import rolling
 
     q = ORDER_QUANTILES[agg]
     ours = "median" if agg == "median" else Quantile(q, "linear")

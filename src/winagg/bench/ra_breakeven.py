@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rolling import rolling
+from ..windows.rolling import rolling
 from . import common, ra_common
 
 NAME = "ra_breakeven"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registry
-from ..driver import bulk_plan, compiled_driver, row_plan
-from ..driver import run as run_plan
+from ..algos import registry
+from ..engine.driver import bulk_plan, compiled_driver, row_plan
+from ..engine.driver import run as run_plan
 from . import common, ra_common
 
 NAME = "ra_scaling"

@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..rolling import rolling
+from ..windows.rolling import rolling
 from . import common, mta_common
 from . import reference_build as build
 

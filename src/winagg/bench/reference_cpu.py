@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..rolling import rolling
+from ..windows.rolling import rolling
 from . import common, mta_common
 from . import reference_build as build
 from .reference import REFERENCE_NAMES, stream

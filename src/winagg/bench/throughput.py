@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import registry
-from ..ops import power_of_two_at_least
-from ..rolling import rolling
+from ..algos import registry
+from ..core.ops import power_of_two_at_least
+from ..windows.rolling import rolling
 from . import common, plots
 
 NAME = "throughput"

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pyarrow as pa
 
 from .. import aggregations
-from ..errors import WinaggError
+from ..core.errors import WinaggError
 from ..times import check_number, duration_in_ticks, duration_ns, is_duration, seconds_ns
 from .partition import Frame, Output, PartitionWindows, result_type
 
@@ -123,7 +123,7 @@ def ship_by_value(monoid) -> None:
         module = sys.modules.get(getattr(part, "__module__", None) or "")
         if module is not None and not _installed(module):
             # Spark's own copy pickles the job; a Monoid pickles its fields with the
-            # cloudpickle package (winagg.monoid): both must send the module by value.
+            # cloudpickle package (winagg.core.monoid): both must send the module by value.
             for pickler in (spark_cloudpickle, cloudpickle):
                 if module.__name__ not in pickler.list_registry_pickle_by_value():
                     pickler.register_pickle_by_value(module)

@@ -32,11 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..registry import make, out_of_order
-from ..errors import InvalidTimeError
+from ..algos.registry import make, out_of_order
+from ..core.errors import InvalidTimeError
 from ..times import check_number, duration_ns, is_duration, timestamp
-from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
-from ..range_batches import compiled_batches
+from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..engine.range_batches import compiled_batches
 from .partition import ExactSums, Output, _key_values, _to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
 
 #: The name of the two columns that say which window a result row is.
@@ -94,7 +94,7 @@ class _CompiledTree:
     def __getstate__(self):
         # The description (compiled functions) is not state: HoppingWindows.bind gives it back.
         # A tree keeps the node pool of the largest batch it held: pickle one sized for its entries.
-        from ..range_batches import compact_kernel
+        from ..engine.range_batches import compact_kernel
 
         state = dict(self.__dict__)
         state.pop("spec")

@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..errors import WinaggError
+from ..core.errors import WinaggError
 
 #: Distributions an executor does not need: Spark brings its own PySpark; venv-pack only packs.
 LEFT_OUT = frozenset({"pyspark", "venv-pack"})

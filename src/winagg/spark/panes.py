@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
-from ..range_batches import compiled_batches
+from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..engine.range_batches import compiled_batches
 from .hopping import (WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, refuse_rounded_longs,
                       window_ns, window_text)
 from .partition import ExactSums, Output, _to_arrow, exact_answers, exact_sum_input

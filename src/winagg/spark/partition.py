@@ -4,7 +4,7 @@ Nothing here needs Spark: :class:`PartitionWindows` takes batches whose rows are
 sorted by key and then by the order column and appends one column per
 aggregate. Each window is carried from batch to batch (compiled state for the
 built-in numeric aggregations, the same algorithm in plain Python for any
-other monoid, both run by :mod:`winagg.driver`), so memory is bounded by the window and one batch, not
+other monoid, both run by :mod:`winagg.engine.driver`), so memory is bounded by the window and one batch, not
 by the number of rows of a key. :func:`winagg.spark.sliding` runs it inside
 ``mapInArrow``.
 
@@ -35,10 +35,10 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..aggregations.sketches import stable_key
-from ..driver import compiled_driver, python_driver, run
-from ..frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
-from ..registry import info
-from ..rolling import choose_algorithm
+from ..engine.driver import compiled_driver, python_driver, run
+from ..engine.frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
+from ..algos.registry import info
+from ..windows.rolling import choose_algorithm
 from ..times import datetimes_ns, time_array, timestamp
 
 
@@ -157,7 +157,7 @@ class _FrameWindow:
     """One output's window, carried across batches: the frame's plans run by the window driver.
 
     ``driver`` is compiled for the built-in aggregations and runs in Python for any
-    other monoid (:mod:`winagg.driver`); the frame's own state (which rows of a row
+    other monoid (:mod:`winagg.engine.driver`); the frame's own state (which rows of a row
     frame are in the window, the times of a range frame's items) is kept apart from it.
     """
 

@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import WinaggError
+from ..core.errors import WinaggError
 
 
 class PipelineInputError(WinaggError, ValueError):

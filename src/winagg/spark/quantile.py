@@ -2,8 +2,8 @@
 
 A quantile is holistic: no constant-size partial gives it, so the window driver's monoids cannot
 carry it cheaply from row to row. Here a batch of a partition (rows sorted by key, then order
-value) is answered by one call of :func:`winagg.order_stats.window_answers`, which takes any
-window starts: the frame's plan (:mod:`winagg.frames`, every row entered, so that its evictions
+value) is answered by one call of :func:`winagg.engine.order_stats.window_answers`, which takes any
+window starts: the frame's plan (:mod:`winagg.engine.frames`, every row entered, so that its evictions
 count rows) gives each row's first row, cut at its key's first row. The values the frames still
 hold at the end of a batch are kept and run again ahead of the next batch, so memory is bounded
 by the window and one batch, as for the other aggregations.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..frames import RangeFrames, RowFrames
-from ..order_stats import window_answers
+from ..engine.frames import RangeFrames, RowFrames
+from ..engine.order_stats import window_answers
 
 
 class QuantileFrameWindow:

@@ -148,7 +148,7 @@ def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
     panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
     float64 positions only. Each is a FiBA tree of its own, the slowest kernels winagg compiles.
     """
-    from ..range_batches import compact_kernel, compiled_batches
+    from ..engine.range_batches import compact_kernel, compiled_batches
 
     from .hopping import tree_spec
     from .panes import pane_combiners

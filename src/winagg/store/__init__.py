@@ -12,7 +12,7 @@ wrote, as data: opening one runs no code from it, and a damaged one raises
 window that is open raises :class:`StoreLockedError` (:mod:`winagg.store.locks`).
 """
 
-from ..errors import StoreCorruptError, StoreLockedError
+from ..core.errors import StoreCorruptError, StoreLockedError
 from .base import Store
 from .redis_store import RedisStore
 from .sqlite import SQLiteStore

@@ -19,7 +19,7 @@ import weakref
 from abc import ABC, abstractmethod
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..errors import StoreLockedError
+from ..core.errors import StoreLockedError
 
 #: ``{level: {index: value}}``: the values one batch writes.
 Puts = Mapping[int, Mapping[int, bytes]]

@@ -34,7 +34,7 @@ import zlib
 
 import numpy as np
 
-from ..errors import StoreCorruptError
+from ..core.errors import StoreCorruptError
 
 _FLOAT = struct.Struct("<d")
 _LENGTH = struct.Struct("<I")

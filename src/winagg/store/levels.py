@@ -1,6 +1,6 @@
 """The buffer a stored window's tree runs on: the store plus a write buffer and per-level read caches.
 
-The MTA tree built with ``virtual=True`` (:func:`winagg.fifo.mta_tree.build_tree`)
+The MTA tree built with ``virtual=True`` (:func:`winagg.algos.fifo.mta_tree.build_tree`)
 addresses element ``index`` of level ``level`` as the slot
 ``(level << 48) + index``. :class:`CachedLevels` is the ``vals`` buffer behind
 ``load``/``store`` for such a tree. It keeps, in local memory:
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from ..errors import StoreCorruptError
-from ..fifo.mta_tree import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
+from ..core.errors import StoreCorruptError
+from ..algos.fifo.mta_tree import HI, LO, MAX_LEVELS, VIRTUAL_SHIFT
 from .codec import decode, encode
 
 #: Slots at this level are the AMTA stack (kept locally, see the module docstring).

@@ -29,7 +29,7 @@ import threading
 import weakref
 from typing import Callable
 
-from ..errors import StoreLockedError
+from ..core.errors import StoreLockedError
 
 try:
     import fcntl

@@ -21,8 +21,8 @@ import json
 import pickletools
 from typing import Any, Callable, Dict, Optional
 
-from ..errors import StoreCorruptError
-from ..time_index import is_time_kind
+from ..core.errors import StoreCorruptError
+from ..windows.time_index import is_time_kind
 from . import codec
 
 #: 6: metadata in JSON and values in :mod:`winagg.store.codec` (data, checksummed), not pickles.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from ..errors import StoreCorruptError
+from ..core.errors import StoreCorruptError
 from .base import Deletes, Puts, Store
 from .locks import RedisLease
 

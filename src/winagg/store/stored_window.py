@@ -13,14 +13,14 @@ from bisect import bisect_left, bisect_right
 from typing import Any, Optional
 
 from .. import aggregations
-from ..aggregator import Aggregator
-from ..errors import StoreCorruptError
-from ..fifo import amta, lmta
-from ..fifo.mta_tree import MAX_LEVELS, META_SIZE, VIRTUAL_SHIFT
-from ..ops import Ops
-from ..registry import info
-from ..state import end, first
-from ..time_index import TimeUnit
+from ..windows.aggregator import Aggregator
+from ..core.errors import StoreCorruptError
+from ..algos.fifo import amta, lmta
+from ..algos.fifo.mta_tree import MAX_LEVELS, META_SIZE, VIRTUAL_SHIFT
+from ..core.ops import Ops
+from ..algos.registry import info
+from ..core.state import end, first
+from ..windows.time_index import TimeUnit
 from . import metadata
 from .codec import encode
 from .levels import STACK_LEVEL, TIME_LEVEL, CachedLevels
@@ -39,7 +39,7 @@ def _no_jit(fn):
 class StoredTimes:
     """The window's times in the store's time level: item ``k`` (0 = oldest) is at position ``first + k``.
 
-    The same interface as :class:`winagg.time_index.ArrivalTimes`, read from the store in O(log n)
+    The same interface as :class:`winagg.windows.time_index.ArrivalTimes`, read from the store in O(log n)
     lookups, mostly near the head, which the level cache holds.
     """
 
@@ -101,7 +101,7 @@ class StoredWindow(Aggregator):
     window's lock until it is closed, and a second window on the same store
     object raises :class:`~winagg.StoreLockedError`.
 
-    It is the per-item :class:`~winagg.aggregator.Aggregator` of its algorithm
+    It is the per-item :class:`~winagg.windows.aggregator.Aggregator` of its algorithm
     (``insert``, ``bulk_insert``, ``evict``, ``bulk_evict(time)``,
     ``evict_oldest(count)``, ``enforce(wsp)``, ``query``, ``partial``, ``len``,
     ``oldest_time``, ``youngest_time``), run in plain Python only (no numba):
