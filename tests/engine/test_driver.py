@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import winagg
-from winagg.engine.driver import python_driver, row_plan, run, time_plan
+from winagg.engine.kernels import python_driver
+from winagg.engine.plans import row_plan, time_plan
+from winagg.engine.loops import run
+from winagg.bench.cycles import CLOCK
 from winagg.engine.frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from winagg.algos.registry import info
 
@@ -104,17 +107,17 @@ def test_frames_give_spark_frames_across_batches(seed, cut, pickled):
 
 def test_the_timed_loops_answer_as_the_plain_ones_and_time_only_the_answering_steps():
     from winagg.bench.common import compiled_spec
-    from winagg.engine.driver import compiled_driver
+    from winagg.engine.kernels import compiled_driver
 
     values = np.random.default_rng(3).normal(size=300)
     spec, algorithm = compiled_spec("sum"), info("two_stacks")
     expected = np.array([values[max(0, k - 39):k + 1].sum() for k in range(300)])
-    dense = compiled_driver(algorithm, spec, dense=True, timed=True)
+    dense = compiled_driver(algorithm, spec, dense=True, clock=CLOCK)
     out, cycles, _ = run(dense, values, row_plan(300, 40), dense.init(41), want_counts=True)
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
     assert cycles.shape == (300,) and (cycles > 0).all()
 
-    general = compiled_driver(algorithm, spec, timed=True)
+    general = compiled_driver(algorithm, spec, clock=CLOCK)
     emits = np.arange(300) >= 40
     out, cycles, _ = run(general, values, row_plan(300, 40)._replace(emits=emits), general.init(41),
                          want_counts=True)
@@ -148,7 +151,8 @@ def _bulk_answers(values, evicts, inserts):
 @pytest.mark.parametrize("algorithm", ["flatfat", "two_stacks_lite"])  # a native bulk insert, and one by one
 def test_bulk_plans_evict_and_insert_any_number_of_items_a_step(algorithm):
     from winagg.bench.common import compiled_spec
-    from winagg.engine.driver import bulk_plan, compiled_driver
+    from winagg.engine.plans import bulk_plan
+    from winagg.engine.kernels import compiled_driver
 
     rng = np.random.default_rng(5)
     evicts, inserts = _bulk_steps(rng, 300, 40)
@@ -162,7 +166,9 @@ def test_bulk_plans_evict_and_insert_any_number_of_items_a_step(algorithm):
 
 def test_a_resizing_driver_grows_a_full_window_and_halves_one_below_a_quarter_full():
     from winagg.bench.common import compiled_spec
-    from winagg.engine.driver import SMALLEST_ROOM, bulk_plan, compiled_driver
+    from winagg.engine.loops import SMALLEST_ROOM
+    from winagg.engine.plans import bulk_plan
+    from winagg.engine.kernels import compiled_driver
     from winagg.core.state import capacity
 
     # up to 1,000 items one at a time, down to 3, up to 100 in bulks of 10, down to 0
@@ -179,9 +185,10 @@ def test_a_resizing_driver_grows_a_full_window_and_halves_one_below_a_quarter_fu
 
 def test_a_timed_bulk_build_times_each_steps_evictions_inserts_and_answer_apart():
     from winagg.bench.common import compiled_spec
-    from winagg.engine.driver import bulk_plan, compiled_driver
+    from winagg.engine.plans import bulk_plan
+    from winagg.engine.kernels import compiled_driver
 
-    driver = compiled_driver(info("daba_lite"), compiled_spec("sum"), timed=True, bulk=True)
+    driver = compiled_driver(info("daba_lite"), compiled_spec("sum"), clock=CLOCK, bulk=True)
     plan = bulk_plan([0, 20, 0, 5], [50, 0, 20, 5], [False, True, False, True], room=50)
     values = np.arange(1.0, 76.0)
     out, cycles, _ = run(driver, values, plan, driver.init(64), want_counts=True)

@@ -312,7 +312,7 @@ def test_a_keys_state_runs_the_kernels_of_the_batch_job():
     """After the batch job's range frames ran over the same columns, a key's state builds no new kernel:
     neither a driver nor a FiBA batch step (the kernels of time-keyed windows)."""
     from winagg import aggregations
-    from winagg.engine import driver, range_batches
+    from winagg.engine import kernels, range_batches
     from winagg.spark.partition import Frame, Output, PartitionWindows, result_type
     from winagg.spark.streaming import _KeyState
 
@@ -323,11 +323,11 @@ def test_a_keys_state_runs_the_kernels_of_the_batch_job():
     table = pa.table({"k": ["a", "a", "a"], "ts": stamps, "v": [1.0, None, 4.0]})
     batch_rows = pa.Table.from_batches(list(PartitionWindows(["k"], "ts", Frame(span=6_000_000_000), outputs)(
         iter(table.to_batches())))).to_pandas()
-    built = set(driver._compiled), set(range_batches._KERNELS)
+    built = set(kernels._compiled), set(range_batches._KERNELS)
     state = _KeyState(outputs, [6_000_000_000, 6_000_000_000], schema)  # nanoseconds
     state.add(table.select(["ts", "v"]).to_pandas(), np.array([0, 5_000_000_000, 9_000_000_000], np.int64))
     done = state.close(np.iinfo(np.int64).max)
-    assert (set(driver._compiled), set(range_batches._KERNELS)) == built
+    assert (set(kernels._compiled), set(range_batches._KERNELS)) == built
     assert done["mean"].tolist() == batch_rows["mean"].tolist() == [1.0, 1.0, 4.0]
     assert done["max"].tolist() == batch_rows["max"].tolist() == [1.0, 1.0, 4.0]
 

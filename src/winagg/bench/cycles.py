@@ -110,3 +110,7 @@ def cycles_per_ns(interval: float = 0.2, trials: int = 3) -> float:
         rates.append((c1 - c0) / ((t1 - t0) * 1e9))
     rates.sort()
     return rates[len(rates) // 2]
+
+
+#: The clock a timed loop of :mod:`winagg.engine.kernels` reads: ``(read_cycles, cycles_after)``.
+CLOCK = (read_cycles, cycles_after)

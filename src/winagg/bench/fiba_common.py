@@ -21,11 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from ..algos import registry
-from ..engine.driver import (NO_ANSWER, WHOLE, OutOfOrderPlan, bulk_plan, compiled_driver, compiled_out_of_order_driver,
-                      run_out_of_order)
-from ..engine.driver import run as run_plan
+from ..engine.plans import bulk_plan, NO_ANSWER, OutOfOrderPlan, WHOLE
+from ..engine.kernels import compiled_driver, compiled_out_of_order_driver
+from ..engine.loops import run_out_of_order
+from ..engine.loops import run as run_plan
 from ..core.ops import power_of_two_at_least
 from . import common
+from .cycles import CLOCK
 
 FIBA_ALGORITHMS = ("b_fiba4", "b_fiba8", "nb_fiba4", "nb_fiba8")
 IN_ORDER = ("two_stacks_lite", "daba", "daba_lite", "amta")
@@ -54,12 +56,12 @@ def paper_stream(first: int, count: int) -> np.ndarray:
 def stream_driver(name: str, agg: str):
     """The timed window driver that runs the synthetic stream for ``name`` over ``agg`` (built once
     per process by the driver module): FiBA's out-of-order driver, evicting first
-    (:func:`winagg.engine.driver.compiled_out_of_order_driver`), for a FiBA variant, the in-order
+    (:func:`winagg.engine.kernels.compiled_out_of_order_driver`), for a FiBA variant, the in-order
     driver's bulk build for a registry algorithm."""
     spec, opts = common.compiled_spec(agg), fiba_options(name)
     if opts is not None:
-        return compiled_out_of_order_driver(spec, opts, "float64", per_row=False, timed=True, evict_first=True)
-    return compiled_driver(registry.info(name), spec, timed=True, bulk=True)
+        return compiled_out_of_order_driver(spec, opts, "float64", per_row=False, clock=CLOCK, evict_first=True)
+    return compiled_driver(registry.info(name), spec, clock=CLOCK, bulk=True)
 
 
 _NONE_I = np.empty(0, np.int64)

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.driver import WHOLE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, run_out_of_order
+from ..engine.plans import just_below, OutOfOrderPlan, WHOLE
+from ..engine.kernels import compiled_out_of_order_driver
+from ..engine.loops import run_out_of_order
 from . import common, fiba_common
 
 NAME = "fiba_flights"

@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from ..algos import registry
-from ..engine.driver import compiled_driver, row_plan
-from ..engine.driver import run as run_plan
+from ..engine.kernels import compiled_driver
+from ..engine.plans import row_plan
+from ..engine.loops import run as run_plan
 from . import common, plots
-from .cycles import cycles_per_ns, timer_overhead
+from .cycles import CLOCK, cycles_per_ns, timer_overhead
 
 NAME = "latency"
 DESCRIPTION = "per-round latency percentiles and violins at window n = 2^14, timed with the cycle counter (Fig. 9)"
@@ -57,11 +58,11 @@ def add_arguments(group) -> None:
 
 def run_rounds(algorithm, spec, values, window: int, rounds: int) -> np.ndarray:
     """Cycles of each round (int64, ``rounds`` of them): the timed build of ``winagg.rolling``'s loop
-    (the window driver's dense row loop; :func:`winagg.engine.driver.compiled_driver` with ``timed``)
+    (the window driver's dense row loop; :func:`winagg.engine.kernels.compiled_driver` with ``timed``)
     fills the window with ``values[:window]`` untimed, then runs the rounds of evict + insert +
     query with ``want_counts``: a stamp of the cycle counter before each round's evict and after
     its query."""
-    timed = compiled_driver(algorithm, spec, dense=True, timed=True)
+    timed = compiled_driver(algorithm, spec, dense=True, clock=CLOCK)
     _, _, state = run_plan(timed, values[:window], row_plan(window, window + 1), timed.init(window + 1))
     _, cycles, _ = run_plan(timed, values[window:window + rounds], row_plan(rounds, 0), state, want_counts=True)
     return cycles

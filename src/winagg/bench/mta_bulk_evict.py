@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from ..algos import registry
-from ..engine.driver import bulk_plan, compiled_driver
-from ..engine.driver import run as run_plan
+from ..engine.plans import bulk_plan
+from ..engine.kernels import compiled_driver
+from ..engine.loops import run as run_plan
 from . import common, mta_common
-from .cycles import cycles_per_ns
+from .cycles import CLOCK, cycles_per_ns
 
 NAME = "mta_bulk_evict"
 DESCRIPTION = "latency of one bulk eviction of k = 1 .. n-1 items from an n = 2^22 window (paper 001)"
@@ -48,7 +49,7 @@ def eviction_sizes(window: int) -> list:
 
 def bulk_evict_cycles(algorithm, spec, values, window: int, counts, repeat: int):
     """``(cycles, checksum)`` of one algorithm x aggregation, through the window driver's timed bulk
-    build (:func:`winagg.engine.driver.compiled_driver` with ``timed`` and ``bulk``).
+    build (:func:`winagg.engine.kernels.compiled_driver` with ``timed`` and ``bulk``).
 
     The window is filled with ``window`` items, then for each count c one run of the driver
     repeats ``repeat`` times a step that evicts the c oldest and answers, and one that inserts
@@ -56,7 +57,7 @@ def bulk_evict_cycles(algorithm, spec, values, window: int, counts, repeat: int)
     ``counts[c]`` items with the answer after it. Item p's value is ``values[p mod len(values)]``;
     ``checksum`` sums the answers after the evictions.
     """
-    driver = compiled_driver(algorithm, spec, timed=True, bulk=True)
+    driver = compiled_driver(algorithm, spec, clock=CLOCK, bulk=True)
     stream = lambda first, count: values[np.arange(first, first + count) % values.shape[0]]  # noqa: E731
     _, _, state = run_plan(driver, stream(0, window), bulk_plan([0], [window], [False]), driver.init(window + 1))
     cycles = np.empty((len(counts), repeat), np.int64)

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from ..algos import registry
-from ..engine.driver import bulk_plan, compiled_driver, row_plan
-from ..engine.driver import run as run_plan
+from ..engine.plans import bulk_plan, row_plan
+from ..engine.kernels import compiled_driver
+from ..engine.loops import run as run_plan
 from . import common, ra_common
 
 NAME = "ra_scaling"

@@ -102,7 +102,7 @@ def reference_steps(driver: str, n: int, d: int, m: int, iterations: int):
       insert (the reference's range ends one past the next round's first time, which is
       therefore inserted twice and combined), and answer.
     """
-    from ..engine.driver import NO_ANSWER, WHOLE, OutOfOrderPlan
+    from ..engine.plans import NO_ANSWER, OutOfOrderPlan, WHOLE
 
     fill = np.concatenate((np.arange(iterations - d, iterations), np.arange(n - d))).astype(np.int64)
     starts = round_starts(n, d, m, iterations)
@@ -141,7 +141,8 @@ def winagg_runner(driver: str, agg: str):
     winagg's compiled out-of-order driver (FiBA, int64 times) on a window made with room for
     ``room`` entries; ``seconds`` times the driver alone."""
     from .. import aggregations
-    from ..engine.driver import compiled_out_of_order_driver, run_out_of_order
+    from ..engine.kernels import compiled_out_of_order_driver
+    from ..engine.loops import run_out_of_order
 
     spec = aggregations.get(agg).compiled_for(np.dtype(np.int64))
     # The bulk rounds evict before they insert, as the reference's do: a round that empties the

@@ -1,4 +1,4 @@
-"""Spark's window frames as plans of the window driver (:mod:`winagg.engine.driver`).
+"""Spark's window frames as plans of the window driver (:mod:`winagg.engine.loops`).
 
 Rows arrive sorted by (key, order) in Arrow batches; a frame's state (which rows
 of a row frame entered the window, the times of a range frame's items) lives
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .driver import Plan
+from .plans import Plan
 
 _NONE_B = np.empty(0, np.bool_)
 

@@ -5,7 +5,7 @@ out-of-order tree (FiBA) per window and per key, and hand it a batch at a
 time: insert the batch (sorted by time, equal times in arrival order), answer
 the range ``[lows[j], highs[j]]`` (``(lows[j], highs[j]]`` when ``low_open``)
 of every window that closes, then evict every entry at or before ``horizon``.
-That is a plan for :mod:`winagg.engine.driver`'s out-of-order loop: one step that
+That is a plan for :mod:`winagg.engine.loops`'s out-of-order loop: one step that
 inserts the batch and answers the first range, one step per further range and
 a last step that evicts. :func:`compiled_batches` makes the plan with a compiled
 function and runs it through the compiled driver; :class:`PythonBatches` runs
@@ -18,8 +18,9 @@ import numpy as np
 
 from ..core import jitcache
 from ..core.state import PYTHON
-from .driver import NO_ANSWER, RANGE, OutOfOrderPlan, compiled_out_of_order_driver, just_below, \
-    out_of_order_funcs, python_out_of_order_driver, run_out_of_order
+from .plans import just_below, NO_ANSWER, OutOfOrderPlan, RANGE
+from .kernels import compiled_out_of_order_driver, out_of_order_funcs, python_out_of_order_driver
+from .loops import run_out_of_order
 
 #: The out-of-order pool is cut back to a fresh tree once it is empty and larger than this.
 _FRESH_CAPACITY = 16

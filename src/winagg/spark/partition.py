@@ -4,7 +4,7 @@ Nothing here needs Spark: :class:`PartitionWindows` takes batches whose rows are
 sorted by key and then by the order column and appends one column per
 aggregate. Each window is carried from batch to batch (compiled state for the
 built-in numeric aggregations, the same algorithm in plain Python for any
-other monoid, both run by :mod:`winagg.engine.driver`), so memory is bounded by the window and one batch, not
+other monoid, both run by :mod:`winagg.engine.loops`), so memory is bounded by the window and one batch, not
 by the number of rows of a key. :func:`winagg.spark.sliding` runs it inside
 ``mapInArrow``.
 
@@ -35,7 +35,8 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..aggregations.sketches import stable_key
-from ..engine.driver import compiled_driver, python_driver, run
+from ..engine.kernels import compiled_driver, python_driver
+from ..engine.loops import run
 from ..engine.frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from ..algos.registry import info
 from ..windows.rolling import choose_algorithm
@@ -157,7 +158,7 @@ class _FrameWindow:
     """One output's window, carried across batches: the frame's plans run by the window driver.
 
     ``driver`` is compiled for the built-in aggregations and runs in Python for any
-    other monoid (:mod:`winagg.engine.driver`); the frame's own state (which rows of a row
+    other monoid (:mod:`winagg.engine.loops`); the frame's own state (which rows of a row
     frame are in the window, the times of a range frame's items) is kept apart from it.
     """
 

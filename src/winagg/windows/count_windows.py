@@ -1,7 +1,7 @@
 """The count windows of :class:`winagg.Window` (``rows=N``): a plan for the window driver per batch.
 
 Every event enters; the oldest leaves once N are held; every ``slide``-th event
-answers. A batch of events is one :class:`~winagg.engine.driver.Plan`, run by the
+answers. A batch of events is one :class:`~winagg.engine.plans.Plan`, run by the
 compiled driver for built-in numeric aggregations and by the Python driver for
 any other monoid, on a state carried from batch to batch.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.driver import Plan, compiled_driver, python_driver, run
+from ..engine.plans import Plan
+from ..engine.kernels import compiled_driver, python_driver
+from ..engine.loops import run
 from ..values import float_values, item_array
 from .time_windows import WindowResult, plain
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..engine.driver import OutOfOrderPlan, Plan
+from ..engine.plans import OutOfOrderPlan, Plan
 from ..engine.pieces import even_cuts, on_threads
 
 _NONE_I = np.empty(0, np.int64)
@@ -237,7 +237,7 @@ def _time_starts(t, span, firsts, starts, g_lo, g_hi):
 
 
 def plan(bounds: Bounds) -> Plan:
-    """The driver's :class:`~winagg.engine.driver.Plan` of ``bounds``: each step evicts the rows its
+    """The driver's :class:`~winagg.engine.plans.Plan` of ``bounds``: each step evicts the rows its
     window no longer holds (at a key's first row, all of the key before)."""
     starts = bounds.starts
     n = starts.shape[0]
@@ -250,7 +250,7 @@ def out_of_order_plan(groups: Groups, t: np.ndarray, w) -> OutOfOrderPlan:
     """The out-of-order plan of time windows per key, times in any order within a key (for a
     driver whose steps evict before they insert): at a key's first row every entry of the key
     before leaves; elsewhere the entries that no later row of the key can need
-    (time <= min of the key's later times - w), as :func:`winagg.engine.driver.rolling_plan` for one series."""
+    (time <= min of the key's later times - w), as :func:`winagg.engine.plans.rolling_plan` for one series."""
     span = t.dtype.type(w)
     everything = np.iinfo(np.int64).max if t.dtype == np.int64 else np.inf
     horizons = np.empty(t.shape[0], t.dtype)

@@ -12,8 +12,9 @@ from . import keyed
 from ..core.errors import OutOfOrderError
 from ..times import read_times
 from ..values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
-from ..engine.driver import (compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver,
-                     rolling_plan, row_plan, run, run_out_of_order, time_plan)
+from ..engine.kernels import compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver
+from ..engine.plans import rolling_plan, row_plan, time_plan
+from ..engine.loops import run, run_out_of_order
 from ..algos.registry import check_monoid_fits, info, out_of_order
 from ..aggregations.sketches import item_keys
 from .slide_policies import Multi

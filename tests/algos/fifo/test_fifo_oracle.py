@@ -6,7 +6,9 @@ from hypothesis import given, settings, HealthCheck
 from hypothesis import strategies as st
 
 import winagg
-from winagg.engine.driver import OP_BULK_EVICT, OP_EVICT, OP_INSERT, OP_QUERY, compiled_driver, run_script
+from winagg.engine.plans import OP_BULK_EVICT, OP_EVICT, OP_INSERT, OP_QUERY
+from winagg.engine.kernels import compiled_driver
+from winagg.engine.loops import run_script
 from winagg.algos.registry import info
 
 from oracle import CONCAT, MATRIX, Reference, fifo_scripts, run_fifo_script, same_answer

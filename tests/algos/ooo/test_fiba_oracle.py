@@ -224,8 +224,9 @@ def compiled_answer(answer):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=compiled_script)
 def test_compiled_matches_oracle(agg, opts, script):
-    from winagg.engine.driver import (NO_ANSWER, RANGE, WHOLE, OutOfOrderPlan, compiled_out_of_order_driver,
-                               just_below, run_out_of_order)
+    from winagg.engine.plans import just_below, NO_ANSWER, OutOfOrderPlan, RANGE, WHOLE
+    from winagg.engine.kernels import compiled_out_of_order_driver
+    from winagg.engine.loops import run_out_of_order
 
     monoid = winagg.aggregations.get(agg)
     # the counted kernels (as winagg.Window runs them): NaN over no value, as the oracle says

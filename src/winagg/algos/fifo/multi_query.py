@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...engine.driver import compiled_driver, row_plan, run
+from ...engine.kernels import compiled_driver
+from ...engine.plans import row_plan
+from ...engine.loops import run
 
 
 def multi_query(algorithm, spec, values, window: int, ranges, query_from: int = 0) -> np.ndarray:

@@ -1,63 +1,23 @@
-"""The window driver: every in-order window is one loop of evict, insert, answer.
+"""The two loops every window runs through: evict, insert, answer.
 
-A window kind decides only *which* items leave and *when* an answer is due;
-the aggregation loop never looks at rows, times, keys or peers. Like pandas'
-window indexers, the bounds come first, as a :class:`Plan` of three steps per
-input row:
-
-1. evict the ``evicts[k]`` oldest items of the window,
-2. insert row k's value (unless ``inserts[k]`` is false: a missing value),
-3. answer (unless ``emits[k]`` is false: a row whose answer comes later).
-
-Plans are made by numpy or by small compiled functions that know nothing of
-the aggregation (:func:`row_plan`, :func:`time_plan`, :func:`script_plan`, and
-Spark's frames in :mod:`winagg.engine.frames`), so they are compiled once per
-process, not once per algorithm and aggregation. One driver,
-:func:`build_driver`, runs every plan; it is written once and runs compiled
-(:func:`compiled_driver`, one kernel per algorithm and aggregation, the whole
-loop in numba) or in plain Python for any monoid (:func:`python_driver`).
-``winagg.rolling``, the Spark partition engine and the tests' operation
-scripts all run through it.
+:func:`build_driver` runs an in-order algorithm over a :class:`~winagg.engine.plans.Plan`,
+:func:`build_out_of_order_driver` an out-of-order one (FiBA) over an
+:class:`~winagg.engine.plans.OutOfOrderPlan`. Each is written once and runs compiled
+(the whole loop in numba, one kernel per algorithm and aggregation) or in plain Python
+for any monoid; :mod:`winagg.engine.kernels` builds and caches them. The loops never
+look at rows, times, keys or peers: the plan says what each step does.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable, NamedTuple
 
-import numba as nb
 import numpy as np
 
 from ..core import jitcache, state
 from ..core.capabilities import BulkInsert
-from ..core.ops import build_evict_many, compiled_ops, python_ops
 from .pages import populated
-
-
-_NONE_I = np.empty(0, np.int64)
-_NONE_B = np.empty(0, np.bool_)
-
-
-class Plan(NamedTuple):
-    """What each step of the driver does (see the module's docstring).
-
-    An empty array means the common case for every step: ``evicts`` empty
-    evicts one item at each step from ``window`` on (a row window of
-    ``window`` rows), ``inserts`` empty inserts at every step, ``emits``
-    empty answers at every step and ``positions`` empty gives step k the
-    position k (the row number positional aggregations such as argmax see).
-    ``room`` is the most items the window holds at once during the plan.
-    ``widths``, for a driver built with ``sub_windows``: each answer is the aggregate of
-    the ``widths[q]`` youngest items (all of them when fewer), for every q.
-    """
-
-    evicts: np.ndarray
-    inserts: np.ndarray
-    emits: np.ndarray
-    positions: np.ndarray
-    window: int
-    room: int
-    widths: np.ndarray = _NONE_I
+from .plans import FEW_ONE_BY_ONE, NO_ANSWER, RANGE, WHOLE, OutOfOrderPlan, Plan, is_bulk, script_plan
 
 
 # ---------------------------------------------------------------- the driver
@@ -261,7 +221,7 @@ def _step_number(positions, k):
     return k
 
 
-def _planned_position(positions, k):
+def planned_position(positions, k):
     return positions[k] if positions.shape[0] else k
 
 
@@ -269,7 +229,7 @@ def _planned_position(positions, k):
 #: (True). Chosen when the driver is built, not by a branch in its loop: a per-row choice
 #: between k and positions[k] halved FiBA's speed as a row window, even for a sum.
 POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
-             True: jitcache.njit(_planned_position, inline="always")}
+             True: jitcache.njit(planned_position, inline="always")}
 
 
 def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
@@ -283,136 +243,6 @@ def run(driver: Driver, values, plan: Plan, state, want_counts: bool = False):
         state, _, _ = driver.drive(values, plan.evicts, plan.inserts, plan.emits, plan.positions, plan.window,
                                    plan.widths, bufs, st, want_counts, out, counts, staging, 0, 0)
     return out, counts, state
-
-
-def is_bulk(plan: Plan) -> bool:
-    """Whether ``plan``'s inserts are counts (:func:`bulk_plan`), for a driver built with ``bulk``."""
-    return plan.inserts.dtype.kind == "i"
-
-
-def bulk_plan(evicts, inserts, emits=_NONE_B, room: int = 1) -> Plan:
-    """Step k evicts the ``evicts[k]`` oldest items, inserts the next ``inserts[k]`` values and
-    answers if ``emits[k]`` (every step when empty), from a window with room for ``room`` items
-    (made before the loop, or by a resizing driver as it goes)."""
-    evicts = np.asarray(evicts, np.int64)
-    return Plan(evicts, np.asarray(inserts, np.int64), np.asarray(emits, np.bool_), _NONE_I, 0, int(room))
-
-
-_compiled: dict = {}
-
-
-def compiled_funcs(algorithm, spec):
-    """``(funcs, evict_many)``: the algorithm's compiled operations over ``spec`` and its count-based
-    bulk eviction (native, or a loop of evicts), built once per process."""
-    key = ("funcs", algorithm.name, _options_key(algorithm.options), spec.key)
-    if key not in _compiled:
-        ops = compiled_ops(spec)
-        funcs = algorithm.load().build(ops, **algorithm.options)
-        _compiled[key] = (funcs, build_evict_many(funcs, ops))
-    return _compiled[key]
-
-
-def _options_key(options: dict) -> tuple:
-    return tuple(sorted(options.items()))
-
-
-def compiled_driver(algorithm, spec, dense: bool = False, timed: bool = False, sub_windows: bool = False,
-                    bulk: bool = False, resize: bool = False) -> Driver:
-    """The :class:`Driver` of an in-order algorithm over a built-in aggregation's compiled description.
-
-    ``dense`` (see :func:`build_driver`): for plans whose every step inserts and answers,
-    as ``winagg.rolling`` runs; False for any plan. ``timed``: the loop that times each
-    answering step with the cycle counter (the latency experiments). ``sub_windows``: answers
-    over the youngest ``plan.widths`` items. ``bulk``: for :func:`bulk_plan`'s plans, which insert
-    any number of values a step. ``resize``: the loop grows and shrinks the window as it goes.
-    Built once per process and cached on disk (:mod:`winagg.core.jitcache`).
-    """
-    key = (algorithm.name, _options_key(algorithm.options), spec.key, dense, timed, sub_windows, bulk, resize)
-    if key not in _compiled:
-        funcs, evict_many = compiled_funcs(algorithm, spec)
-        clock = _clock() if timed else None
-        new_out = partial(np.empty, dtype=spec.out_dtype)
-        layout = (spec.layout.alloc, spec.layout.store) if bulk else None
-        _compiled[key] = build_driver(funcs, evict_many, spec.lift, spec.lower, new_out, POSITIONS[spec.positional],
-                                      jitcache.njit, dense, clock, sub_windows, layout, resize)
-    return _compiled[key]
-
-
-def _clock():
-    from ..bench.cycles import cycles_after, read_cycles
-
-    return read_cycles, cycles_after
-
-
-def python_driver(algorithm, monoid) -> Driver:
-    """The :class:`Driver` of an algorithm over any monoid, in plain Python."""
-    ops = python_ops(monoid)
-    funcs = algorithm.load().build(ops, **algorithm.options)
-    return build_driver(funcs, build_evict_many(funcs, ops), _python_lift(monoid), monoid.lower, _python_out,
-                        _planned_position, ops.jit)
-
-
-def _python_lift(monoid):
-    if monoid.positional:
-        def lift(value, position):
-            return monoid.lift((value, position))
-    else:
-        def lift(value, position):
-            return monoid.lift(value)
-    return lift
-
-
-def _python_out(n):
-    return [None] * n
-
-
-# ---------------------------------------------------------------- plans for whole arrays
-def row_plan(n: int, window: int) -> Plan:
-    """Row k's window is rows ``max(0, k - window + 1) .. k``."""
-    return Plan(_NONE_I, _NONE_B, _NONE_B, _NONE_I, int(window), int(min(window, max(n, 1))))
-
-
-def time_plan(times: np.ndarray, span) -> Plan:
-    """Row k's window is the rows j <= k with ``times[k] - span < times[j]`` (sorted times)."""
-    evicts, room = _time_evictions(times, times.dtype.type(span))
-    return Plan(evicts, _NONE_B, _NONE_B, _NONE_I, 0, max(int(room), 1))
-
-
-@nb.njit(cache=True)
-def _time_evictions(times, span):
-    # One pass with two pointers: a binary search per row (np.searchsorted) took as long as
-    # the aggregation itself.
-    n = times.shape[0]
-    evicts = np.zeros(n, np.int64)
-    oldest, room = 0, 0
-    for k in range(n):
-        horizon = times[k] - span
-        expired = oldest
-        while expired < k and times[expired] <= horizon:  # row k leaves only after its step
-            expired += 1
-        evicts[k] = expired - oldest
-        oldest = expired
-        room = max(room, k + 1 - oldest)
-    return evicts, room
-
-
-#: Operation codes of :func:`script_plan`.
-OP_INSERT, OP_EVICT, OP_QUERY, OP_BULK_EVICT = 0, 1, 2, 3
-
-
-def script_plan(codes: np.ndarray, values: np.ndarray, held: int = 0) -> Plan:
-    """One step per operation: ``codes[k]`` is OP_INSERT (insert ``values[k]``),
-    OP_EVICT (evict the oldest; never from an empty window), OP_BULK_EVICT (evict
-    the ``values[k]`` oldest) or OP_QUERY (answer into ``out[k]``), from a window
-    that holds ``held`` items."""
-    codes = np.asarray(codes)
-    evicts = np.where(codes == OP_EVICT, 1, 0).astype(np.int64)
-    bulk = codes == OP_BULK_EVICT
-    evicts[bulk] = np.asarray(values)[bulk].astype(np.int64)
-    inserts = codes == OP_INSERT
-    sizes = held + np.cumsum(inserts.astype(np.int64) - evicts)
-    room = int(max(sizes.max(initial=held), 1))
-    return Plan(evicts, inserts, codes == OP_QUERY, _NONE_I, 0, room)
 
 
 def run_script(driver: Driver, codes: np.ndarray, values: np.ndarray, chunk: int = 0) -> np.ndarray:
@@ -435,55 +265,6 @@ def run_script(driver: Driver, codes: np.ndarray, values: np.ndarray, chunk: int
     if not pieces:
         return np.zeros(0)
     return np.concatenate(pieces) if isinstance(pieces[0], np.ndarray) else sum(pieces, [])
-
-
-# ---------------------------------------------------------------- out-of-order windows
-# An algorithm that takes items at any time (FiBA) runs through a second loop of the same shape,
-# keyed by time instead of by arrival: step k inserts ``adds[k]`` items (a batch sorted by time:
-# up to FEW_ADDS one by one, more in one bulk insert), evicts ``evicts[k]`` oldest entries, evicts every
-# entry at or before ``horizons[k]``, then answers as ``answers[k]`` says.
-
-#: Codes of an out-of-order plan's ``answers``: no answer, the whole window, the entries with
-#: ``lows[k] < time <= highs[k]`` (a closed range ``[lo, hi]`` is ``(just_below(lo), hi]``).
-NO_ANSWER, WHOLE, RANGE = 0, 1, 2
-#: How many entries at or below a step's horizon the out-of-order driver evicts one by one
-#: before it turns to a bulk evict.
-FEW = 4
-#: A step's items up to this many are inserted one by one, more in one bulk insert. FiBA's bulk
-#: insert allocates its scratch for every batch: at 1,024 entries from the youngest end a batch
-#: of two cost about 1 us an item (bench/vs_reference_ooo.py --experiment bulk_evict_insert),
-#: single inserts were faster up to about 16 items a batch and slower at 64.
-FEW_ADDS = 8
-
-
-def just_below(low):
-    """The time just below ``low`` (int64 or float64), so that ``(just_below(lo), hi]`` is ``[lo, hi]``."""
-    low = np.asarray(low)
-    if low.dtype.kind == "i":
-        return low - 1
-    return np.nextafter(low, -np.inf)
-
-
-class OutOfOrderPlan(NamedTuple):
-    """What each step of the out-of-order driver does.
-
-    ``adds[k]`` items are inserted at step k (a batch sorted by time: up to
-    :data:`FEW_ADDS` one by one, more in one bulk insert) and ``evicts[k]`` oldest
-    entries evicted; both are empty
-    for a driver built ``per_row`` (one item per step, no single evictions).
-    ``answers`` empty answers every step over ``(times[k] - span, times[k]]`` (the
-    range of a row's time window, which is the whole window whenever every entry
-    lies inside it). ``positions`` as in :class:`Plan`.
-    """
-
-    adds: np.ndarray
-    evicts: np.ndarray
-    horizons: np.ndarray
-    answers: np.ndarray
-    lows: np.ndarray
-    highs: np.ndarray
-    positions: np.ndarray
-    span: object
 
 
 def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, jit, per_row: bool,
@@ -634,10 +415,6 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     return Driver(drive, jit(make_room), f.init, new_out)
 
 
-#: The ``few`` of every out-of-order plan but the FiBA experiments' (see :func:`build_out_of_order_driver`).
-FEW_ONE_BY_ONE = (FEW, FEW_ADDS)
-
-
 def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state, want_counts: bool = False,
                      few=FEW_ONE_BY_ONE):
     """``(out, counts, state)``: an out-of-order ``driver`` over ``plan``; ``counts`` are entries
@@ -646,55 +423,3 @@ def run_out_of_order(driver: Driver, values, times, plan: OutOfOrderPlan, state,
     with populated(out):
         return driver.drive(values, times, plan.adds, plan.evicts, plan.horizons, plan.answers, plan.lows,
                             plan.highs, plan.positions, plan.span, few, state, want_counts, out)
-
-
-def out_of_order_funcs(algorithm, spec, options=None, time_type: str = "float64"):
-    """An out-of-order algorithm's compiled functions over ``spec`` for ``time_type`` times
-    ("float64" or "int64"), built once per process per (options, aggregation, time type)."""
-    opts = {**algorithm.options, **(options or {})}
-    opts.pop("check", None)  # checks only matter to the Python aggregator
-    key = ("ooo funcs", algorithm.name, _options_key(opts), spec.key, time_type)
-    if key not in _compiled:
-        _compiled[key] = algorithm.load().build(compiled_ops(spec), times=time_type, **opts)
-    return _compiled[key]
-
-
-def compiled_out_of_order_driver(spec, options=None, time_type: str = "float64", per_row: bool = True,
-                                 algorithm=None, timed: bool = False, evict_first: bool = False) -> Driver:
-    """The out-of-order :class:`Driver` of ``algorithm`` (default: the registry's out-of-order
-    algorithm, FiBA) with ``options`` over a compiled aggregation.
-
-    ``per_row`` (see :func:`build_out_of_order_driver`): for plans of one item per step,
-    as :func:`rolling_plan` makes; False for any plan. ``timed``: the loop that times each step's
-    inserts, evictions and answer with the cycle counter (the FiBA latency experiments).
-    ``evict_first``: steps evict before they insert (the reference's rounds).
-    """
-    from ..algos.registry import out_of_order
-
-    algorithm = algorithm or out_of_order()
-    funcs = out_of_order_funcs(algorithm, spec, options, time_type)
-    key = ("ooo", id(funcs), per_row, timed, evict_first)  # funcs cached: one per (algorithm, options, spec, times)
-    if key not in _compiled:
-        new_out = partial(np.zeros, dtype=spec.out_dtype)  # zeros: a step that does not answer leaves its row 0
-        _compiled[key] = build_out_of_order_driver(funcs, spec.lift, spec.lower, new_out, spec.layout.alloc,
-                                                   spec.layout.store, POSITIONS[spec.positional], jitcache.njit,
-                                                   per_row, _clock() if timed else None, evict_first)
-    return _compiled[key]
-
-
-def python_out_of_order_driver(algorithm, monoid, per_row: bool = True, evict_first: bool = False) -> Driver:
-    """The out-of-order :class:`Driver` of ``algorithm`` over any monoid, in plain Python
-    (``evict_first`` as in :func:`build_out_of_order_driver`)."""
-    ops = python_ops(monoid)
-    f = algorithm.load().build(ops, **algorithm.options)
-    return build_out_of_order_driver(f, _python_lift(monoid), monoid.lower, _python_out, ops.alloc, ops.store,
-                                     _planned_position, ops.jit, per_row, evict_first=evict_first)
-
-
-def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:
-    """Row k's answer covers the rows j <= k with ``times[k] - span < times[j] <= times[k]``,
-    times in any order; the entries no later row can need (time <= min(times[k:]) - span)
-    leave at step k in one bulk eviction."""
-    later_min = np.minimum.accumulate(times[::-1])[::-1]
-    return OutOfOrderPlan(_NONE_I, _NONE_I, later_min - span, _NONE_I, _NONE_I, _NONE_I, _NONE_I,
-                          times.dtype.type(span))

@@ -1,0 +1,178 @@
+"""Plans: which items each step of a window's loop evicts, inserts and answers.
+
+A window kind is a plan and nothing else. Like pandas' window indexers, the
+bounds come apart from the aggregation: a :class:`Plan` (in-order windows) or an
+:class:`OutOfOrderPlan` (FiBA's windows keyed by time) is made by numpy or by
+small compiled functions that know nothing of the aggregation, so they compile
+once per process, not once per algorithm and aggregation. The loops that run
+them are :mod:`winagg.engine.loops`.
+
+An in-order plan has three steps per input row:
+
+1. evict the ``evicts[k]`` oldest items of the window,
+2. insert row k's value (unless ``inserts[k]`` is false: a missing value),
+3. answer (unless ``emits[k]`` is false: a row whose answer comes later).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+
+_NONE_I = np.empty(0, np.int64)
+
+
+_NONE_B = np.empty(0, np.bool_)
+
+
+class Plan(NamedTuple):
+    """What each step of the driver does (see the module's docstring).
+
+    An empty array means the common case for every step: ``evicts`` empty
+    evicts one item at each step from ``window`` on (a row window of
+    ``window`` rows), ``inserts`` empty inserts at every step, ``emits``
+    empty answers at every step and ``positions`` empty gives step k the
+    position k (the row number positional aggregations such as argmax see).
+    ``room`` is the most items the window holds at once during the plan.
+    ``widths``, for a driver built with ``sub_windows``: each answer is the aggregate of
+    the ``widths[q]`` youngest items (all of them when fewer), for every q.
+    """
+
+    evicts: np.ndarray
+    inserts: np.ndarray
+    emits: np.ndarray
+    positions: np.ndarray
+    window: int
+    room: int
+    widths: np.ndarray = _NONE_I
+
+
+def is_bulk(plan: Plan) -> bool:
+    """Whether ``plan``'s inserts are counts (:func:`bulk_plan`), for a driver built with ``bulk``."""
+    return plan.inserts.dtype.kind == "i"
+
+
+def bulk_plan(evicts, inserts, emits=_NONE_B, room: int = 1) -> Plan:
+    """Step k evicts the ``evicts[k]`` oldest items, inserts the next ``inserts[k]`` values and
+    answers if ``emits[k]`` (every step when empty), from a window with room for ``room`` items
+    (made before the loop, or by a resizing driver as it goes)."""
+    evicts = np.asarray(evicts, np.int64)
+    return Plan(evicts, np.asarray(inserts, np.int64), np.asarray(emits, np.bool_), _NONE_I, 0, int(room))
+
+
+# ---------------------------------------------------------------- plans for whole arrays
+def row_plan(n: int, window: int) -> Plan:
+    """Row k's window is rows ``max(0, k - window + 1) .. k``."""
+    return Plan(_NONE_I, _NONE_B, _NONE_B, _NONE_I, int(window), int(min(window, max(n, 1))))
+
+
+def time_plan(times: np.ndarray, span) -> Plan:
+    """Row k's window is the rows j <= k with ``times[k] - span < times[j]`` (sorted times)."""
+    evicts, room = _time_evictions(times, times.dtype.type(span))
+    return Plan(evicts, _NONE_B, _NONE_B, _NONE_I, 0, max(int(room), 1))
+
+
+@nb.njit(cache=True)
+def _time_evictions(times, span):
+    # One pass with two pointers: a binary search per row (np.searchsorted) took as long as
+    # the aggregation itself.
+    n = times.shape[0]
+    evicts = np.zeros(n, np.int64)
+    oldest, room = 0, 0
+    for k in range(n):
+        horizon = times[k] - span
+        expired = oldest
+        while expired < k and times[expired] <= horizon:  # row k leaves only after its step
+            expired += 1
+        evicts[k] = expired - oldest
+        oldest = expired
+        room = max(room, k + 1 - oldest)
+    return evicts, room
+
+
+#: Operation codes of :func:`script_plan`.
+OP_INSERT, OP_EVICT, OP_QUERY, OP_BULK_EVICT = 0, 1, 2, 3
+
+
+def script_plan(codes: np.ndarray, values: np.ndarray, held: int = 0) -> Plan:
+    """One step per operation: ``codes[k]`` is OP_INSERT (insert ``values[k]``),
+    OP_EVICT (evict the oldest; never from an empty window), OP_BULK_EVICT (evict
+    the ``values[k]`` oldest) or OP_QUERY (answer into ``out[k]``), from a window
+    that holds ``held`` items."""
+    codes = np.asarray(codes)
+    evicts = np.where(codes == OP_EVICT, 1, 0).astype(np.int64)
+    bulk = codes == OP_BULK_EVICT
+    evicts[bulk] = np.asarray(values)[bulk].astype(np.int64)
+    inserts = codes == OP_INSERT
+    sizes = held + np.cumsum(inserts.astype(np.int64) - evicts)
+    room = int(max(sizes.max(initial=held), 1))
+    return Plan(evicts, inserts, codes == OP_QUERY, _NONE_I, 0, room)
+
+
+# ---------------------------------------------------------------- out-of-order windows
+# An algorithm that takes items at any time (FiBA) runs through a second loop of the same shape,
+# keyed by time instead of by arrival: step k inserts ``adds[k]`` items (a batch sorted by time:
+# up to FEW_ADDS one by one, more in one bulk insert), evicts ``evicts[k]`` oldest entries, evicts every
+# entry at or before ``horizons[k]``, then answers as ``answers[k]`` says.
+
+#: Codes of an out-of-order plan's ``answers``: no answer, the whole window, the entries with
+#: ``lows[k] < time <= highs[k]`` (a closed range ``[lo, hi]`` is ``(just_below(lo), hi]``).
+NO_ANSWER, WHOLE, RANGE = 0, 1, 2
+
+
+#: How many entries at or below a step's horizon the out-of-order driver evicts one by one
+#: before it turns to a bulk evict.
+FEW = 4
+
+
+#: A step's items up to this many are inserted one by one, more in one bulk insert. FiBA's bulk
+#: insert allocates its scratch for every batch: at 1,024 entries from the youngest end a batch
+#: of two cost about 1 us an item (bench/vs_reference_ooo.py --experiment bulk_evict_insert),
+#: single inserts were faster up to about 16 items a batch and slower at 64.
+FEW_ADDS = 8
+
+
+def just_below(low):
+    """The time just below ``low`` (int64 or float64), so that ``(just_below(lo), hi]`` is ``[lo, hi]``."""
+    low = np.asarray(low)
+    if low.dtype.kind == "i":
+        return low - 1
+    return np.nextafter(low, -np.inf)
+
+
+class OutOfOrderPlan(NamedTuple):
+    """What each step of the out-of-order driver does.
+
+    ``adds[k]`` items are inserted at step k (a batch sorted by time: up to
+    :data:`FEW_ADDS` one by one, more in one bulk insert) and ``evicts[k]`` oldest
+    entries evicted; both are empty
+    for a driver built ``per_row`` (one item per step, no single evictions).
+    ``answers`` empty answers every step over ``(times[k] - span, times[k]]`` (the
+    range of a row's time window, which is the whole window whenever every entry
+    lies inside it). ``positions`` as in :class:`Plan`.
+    """
+
+    adds: np.ndarray
+    evicts: np.ndarray
+    horizons: np.ndarray
+    answers: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
+    positions: np.ndarray
+    span: object
+
+
+#: The ``few`` of every out-of-order plan but the FiBA experiments' (see :func:`build_out_of_order_driver`).
+FEW_ONE_BY_ONE = (FEW, FEW_ADDS)
+
+
+def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:
+    """Row k's answer covers the rows j <= k with ``times[k] - span < times[j] <= times[k]``,
+    times in any order; the entries no later row can need (time <= min(times[k:]) - span)
+    leave at step k in one bulk eviction."""
+    later_min = np.minimum.accumulate(times[::-1])[::-1]
+    return OutOfOrderPlan(_NONE_I, _NONE_I, later_min - span, _NONE_I, _NONE_I, _NONE_I, _NONE_I,
+                          times.dtype.type(span))
