@@ -59,7 +59,7 @@ def algorithms_for(agg: str) -> list:
 
 def monoid_of(agg: str):
     if agg == "multi":
-        from winagg.windows.slide_policies import Multi
+        from winagg.aggregations import Multi
 
         return Multi(total="sum", peak="max", n="count")
     if agg == "var":

@@ -13,9 +13,10 @@ from .core.errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError
                      StoreCorruptError, StoreLockedError, UnknownNameError, UnsupportedOperationError,
                      WinaggError)
 from .core.monoid import Monoid
-from .algos.registry import AlgorithmInfo, algorithms, make
+from .algos.registry import AlgorithmInfo, algorithms
 from .windows.rolling import rolling
-from .windows.slide_policies import Multi
+from .aggregations import Multi
+from .windows.aggregator import make
 from .windows.window import Window, WindowResult
 
 __version__ = "0.1.0"

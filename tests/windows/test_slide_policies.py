@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import winagg
-from winagg.windows.slide_policies import (CountWithMaxSize, Multi, SlidePolicy, enforce_policy, max_size_policy,
+from winagg.aggregations import Multi
+from winagg.windows.slide_policies import (CountWithMaxSize, SlidePolicy, enforce_policy, max_size_policy,
                             max_size_wsp, max_time_policy)
 
 from oracle import CONCAT

@@ -9,7 +9,6 @@ Stddev(0)
 
 from __future__ import annotations
 
-from ..core.errors import UnknownNameError
 from ..core.monoid import Monoid
 from .base import Aggregation, Compiled
 from .numeric import (ArgMax, ArgMin, Count, GeoMean, Max, MaxCount, Mean, Min, MinCount,
@@ -17,33 +16,8 @@ from .numeric import (ArgMax, ArgMin, Count, GeoMean, Max, MaxCount, Mean, Min, 
 from .order import M4, Collect, First, Last
 from .quantile import Median, Quantile, Rank
 from .sketches import Bloom, BloomFilter, CountMin, CountMinSketch, HyperLogLog, QuantileSketch
+from .multi import Multi
+from .names import BUILTINS, get, names
 
-BUILTINS = (Count, Sum, Mean, Min, Max, ArgMin, ArgMax, MinCount, MaxCount, Variance, VariancePop,
-            Stddev, StddevPop, GeoMean, RelativeVariation, M4, First, Last, Collect, Bloom, CountMin,
-            HyperLogLog, Median, Quantile, Rank, QuantileSketch)
-
-_BY_NAME = {alias: cls for cls in BUILTINS for alias in cls.aliases}
-
-
-def names() -> list:
-    """Every name :func:`get` accepts."""
-    return sorted(_BY_NAME)
-
-
-def get(aggregation) -> Monoid:
-    """An aggregation from a name (``"max"``), a class (``Max``) or an instance (returned as is)."""
-    if isinstance(aggregation, Monoid):
-        return aggregation
-    if isinstance(aggregation, type) and issubclass(aggregation, Aggregation):
-        return aggregation()
-    if isinstance(aggregation, str):
-        cls = _BY_NAME.get(aggregation.lower())
-        if cls is None:
-            raise UnknownNameError(
-                f"unknown aggregation {aggregation!r}; known names: {', '.join(names())}")
-        return cls()
-    raise TypeError(f"expected an aggregation name, class or Monoid, got {type(aggregation).__name__}")
-
-
-__all__ = ["Aggregation", "Compiled", "Monoid", "get", "names", "BUILTINS", "BloomFilter",
+__all__ = ["Aggregation", "Compiled", "Monoid", "Multi", "get", "names", "BUILTINS", "BloomFilter",
            "CountMinSketch"] + [cls.__name__ for cls in BUILTINS]

@@ -1,7 +1,7 @@
 """Exact order statistics of a window: quantiles, the median and the rank of the newest value.
 
 They are holistic: no constant-size partial gives them. :func:`winagg.rolling` computes them
-with compiled order-statistic trees (:mod:`winagg.engine.order_stats`, O(log w) per row). Every other
+with compiled order-statistic kernels (:mod:`winagg.engine.order_stats`, O(log w) per row). Every other
 path (``winagg.make``, ``Window``, stored windows, a named ``algorithm=``) runs them as plain
 Python monoids whose partial is the window's sorted values (a combine costs O(w)); for a
 bounded-size partial use :class:`winagg.aggregations.QuantileSketch`.
@@ -15,11 +15,7 @@ import numbers
 
 from ..values import is_missing
 from .base import Aggregation
-
-#: pandas' quantile interpolations, in the order the compiled kernels number them.
-INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
-#: pandas' rolling rank methods, in the order the compiled kernels number them.
-RANK_METHODS = ("average", "min", "max")
+from .order_formulas import INTERPOLATIONS, RANK_METHODS, quantile_of_sorted, rank_in_sorted
 
 
 def check_fraction(q, what: str = "q") -> float:
@@ -61,8 +57,6 @@ class Quantile(Aggregation):
         self._init_sorted(type(self).__name__.lower())
 
     def _init_sorted(self, name):
-        from ..engine.order_stats import quantile_of_sorted
-
         def lift(item):
             value = _number(item, name)
             return () if value != value else (value,)
@@ -104,8 +98,6 @@ class Rank(Aggregation):
         Aggregation._init_python(self, ((), None), _rank_combine, _rank_lift, self._lower, False, "rank")
 
     def _lower(self, partial):
-        from ..engine.order_stats import rank_in_sorted
-
         ordered, newest = partial
         return math.nan if newest is None else rank_in_sorted(ordered, newest, self.method, self.pct, self.ascending)
 

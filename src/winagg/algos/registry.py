@@ -1,8 +1,8 @@
-"""The table of algorithms: names, metadata, capabilities, and ``make``.
+"""The table of algorithms: names, metadata, capabilities, and the default choices.
 
 Every module in ``winagg.algos.fifo`` and ``winagg.algos.ooo`` that defines ``INFO`` (a
 dict of :class:`AlgorithmInfo` fields) and ``build(ops, **options)`` is an
-algorithm, registered under its module name; :func:`make` wraps any of them in
+algorithm, registered under its module name; :func:`winagg.make` wraps any of them in
 the one per-item :class:`~winagg.windows.aggregator.Aggregator`.
 
 When it finds an algorithm, the registry builds it once in plain Python and
@@ -16,15 +16,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, List, Tuple
+from typing import Any, List, Tuple
 
 from .. import aggregations
 from ..core.capabilities import NATIVE, OUT_OF_ORDER, FifoWindow, native_operations, offered
 from ..core.errors import NotInvertibleError, UnknownNameError
-
-if TYPE_CHECKING:
-    from ..windows.aggregator import Aggregator
-    from ..core.monoid import Monoid
 
 
 @dataclass(frozen=True)
@@ -140,19 +136,3 @@ def check_options(algorithm: AlgorithmInfo, options: dict) -> dict:
         raise TypeError(f"algorithm {algorithm.name!r} has no option {', '.join(map(repr, unknown))}; "
                         f"its options: {accepted}")
     return {**algorithm.options, **options}
-
-
-def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> Aggregator:
-    """A new, empty aggregator running ``algorithm`` over ``aggregation``.
-
-    ``aggregation`` is a name (``"max"``), a built-in class or instance, or a
-    :class:`winagg.Monoid`. Per-item calls run in plain Python; whole loops run
-    compiled through :func:`winagg.rolling`.
-    """
-    from ..windows.aggregator import Aggregator
-
-    algo = info(algorithm)
-    monoid = aggregations.get(aggregation)
-    check_monoid_fits(algo, monoid)
-    options = check_options(algo, options)
-    return Aggregator(algo, monoid, **options)

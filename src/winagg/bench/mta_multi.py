@@ -4,7 +4,7 @@ The paper's multi-dimensional partials: one aggregator whose partial holds
 every member's, with one eviction path, against one aggregator per
 aggregation over the same stream. Two modes: ``compiled`` times
 ``winagg.rolling`` over ``--rows`` rows (the 3-member
-:class:`winagg.windows.slide_policies.Multi` compiles to a tuple partial) against three
+:class:`winagg.aggregations.Multi` compiles to a tuple partial) against three
 ``rolling`` calls; ``python`` times the per-item aggregators of
 ``winagg.make`` (insert, evict when full, query) over ``--rows`` / 64 rows.
 Medians of ``--repeat`` runs; the paper reports the one window costing about
@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import make
 from ..windows.rolling import rolling
-from ..windows.slide_policies import Multi
+from ..aggregations.multi import Multi
 from . import common, mta_common
 
 NAME = "mta_multi"

@@ -74,9 +74,13 @@ class Updates(Protocol):
 @runtime_checkable
 class SlidePolicyWindow(Protocol):
     """``removable(bufs, st, total, removed, wsp)``: how many of the oldest items a window slide
-    policy removes, found in O(log n) (:mod:`winagg.windows.slide_policies`)."""
+    policy removes, found in O(log n) (:mod:`winagg.windows.slide_policies`);
+    ``oldest_partial(bufs, st)``: the oldest item's partial; ``single_evictions(st)``: how many
+    single evictions a policy tries first, one item at a time, before that search."""
 
     removable: Callable
+    oldest_partial: Callable
+    single_evictions: Callable
 
 
 #: Each protocol and the operations an algorithm offering it does natively, in listing order.

@@ -31,14 +31,11 @@ import numpy as np
 from llvmlite import ir
 from numba.extending import intrinsic
 
+from ..aggregations.order_formulas import interpolate, position_of, rank_answer
 from ..aggregations.quantile import INTERPOLATIONS, RANK_METHODS, Quantile, Rank
 from ..times import read_times
 from ..values import float_values
 
-#: Interpolation codes the kernels take, in the order of ``INTERPOLATIONS``.
-_LINEAR, _LOWER, _HIGHER, _MIDPOINT, _NEAREST = range(5)
-#: Rank method codes, in the order of ``RANK_METHODS``.
-_AVERAGE, _MIN, _MAX = range(3)
 #: Rows per chunk at least: a shorter chunk would sort its segment too often.
 MIN_CHUNK = 1024
 #: Rows per chunk in longest windows: each chunk also sorts the window before its first row.
@@ -100,68 +97,6 @@ def _arrival_answers(x, t, w, monoid):
     lows = np.searchsorted(sorted_times, t - w, side="right").astype(np.int64)
     _arrivals(keys, by_time, lows, is_rank, param, code, out)
     return out
-
-
-# ------------------------------------------------------------------ shared formulas
-@nb.njit(cache=True, inline="always")
-def _position(count, q):
-    """pandas' quantile position among ``count`` sorted values: (index, fraction)."""
-    exact = q * (count - 1)
-    index = np.int64(exact)
-    return index, exact - index
-
-
-@nb.njit(cache=True, inline="always")
-def _interpolate(low, high, fraction, index, code):
-    """pandas' answer between the sorted values at ``index`` (low) and ``index + 1`` (high)."""
-    if fraction == 0.0 or code == _LOWER:
-        return low
-    if code == _LINEAR:
-        if low == high or math.isinf(low) or math.isinf(high):
-            return low + high if low != high else low  # an infinity wins over a finite neighbour
-        return low + (high - low) * fraction
-    if code == _HIGHER:
-        return high
-    if code == _MIDPOINT:
-        return (low + high) / 2.0
-    if fraction == 0.5:  # nearest: halves round to the even index, as round() does
-        return low if index % 2 == 0 else high
-    return low if fraction < 0.5 else high
-
-
-@nb.njit(cache=True, inline="always")
-def _rank_answer(below, equal, count, method, pct):
-    """pandas' rolling rank of a value with ``below`` smaller and ``equal`` equal values."""
-    if method == _MIN:
-        rank = below + 1.0
-    elif method == _MAX:
-        rank = np.float64(below + equal)
-    else:
-        rank = below + (equal + 1.0) / 2.0
-    return rank / count if pct else rank
-
-
-def quantile_of_sorted(ordered, q, interpolation) -> float:
-    """The quantile of a sorted sequence without NaN, by the kernels' formulas (Python mode)."""
-    count = len(ordered)
-    if count == 0:
-        return math.nan
-    index, fraction = _position.py_func(count, q)
-    high = ordered[index + 1] if fraction else ordered[index]
-    return float(_interpolate.py_func(ordered[index], high, fraction, index, INTERPOLATIONS.index(interpolation)))
-
-
-def rank_in_sorted(ordered, value, method, pct, ascending) -> float:
-    """The rank of ``value`` among the sorted ``ordered`` (which holds it), by the kernels' formula."""
-    import bisect
-
-    if value != value:
-        return math.nan
-    below = bisect.bisect_left(ordered, value)
-    equal = bisect.bisect_right(ordered, value) - below
-    if not ascending:
-        below = len(ordered) - below - equal
-    return float(_rank_answer.py_func(below, equal, len(ordered), RANK_METHODS.index(method), pct))
 
 
 # ------------------------------------------------------------------ Fenwick tree
@@ -293,11 +228,11 @@ def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_r
                     continue
                 place = slot[i - base]
                 below = _below(tree, first_equal[place])
-                out[i] = _rank_answer(below, _below(tree, after_equal[place]) - below, count, code, param != 0.0)
+                out[i] = rank_answer(below, _below(tree, after_equal[place]) - below, count, code, param != 0.0)
             elif count == 0:
                 out[i] = np.nan
             else:
-                index, fraction = _position(count, param)
+                index, fraction = position_of(count, param)
                 while at_rank < index:  # the rank moves by about one row per row: a few steps
                     at = _next_present(present, at)
                     at_rank += 1
@@ -306,7 +241,7 @@ def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_r
                     at_rank -= 1
                 low_value = ordered[at]
                 high_value = ordered[_next_present(present, at)] if fraction != 0.0 else low_value
-                out[i] = _interpolate(low_value, high_value, fraction, index, code)
+                out[i] = interpolate(low_value, high_value, fraction, index, code)
 
 
 #: The type of LLVM's cttz and ctlz: (word, whether zero is undefined) -> count.
@@ -434,16 +369,16 @@ def _arrivals(keys, by_time, lows, is_rank, param, code, out):
             below = _ranked_below(arrived_zeros, zeros_before, zeros, lo, hi, run_start, levels)
             not_above = count if run_end >= n else _ranked_below(arrived_zeros, zeros_before, zeros, lo, hi,
                                                                  run_end, levels)
-            out[i] = _rank_answer(below, not_above - below, count, code, param != 0.0)
+            out[i] = rank_answer(below, not_above - below, count, code, param != 0.0)
         elif count == 0:
             out[i] = np.nan
         else:
-            index, fraction = _position(count, param)
+            index, fraction = position_of(count, param)
             low_value = ordered[_ranked_kth(arrived_zeros, zeros_before, zeros, lo, hi, index, levels)]
             high_value = low_value
             if fraction != 0.0:
                 high_value = ordered[_ranked_kth(arrived_zeros, zeros_before, zeros, lo, hi, index + 1, levels)]
-            out[i] = _interpolate(low_value, high_value, fraction, index, code)
+            out[i] = interpolate(low_value, high_value, fraction, index, code)
 
 
 @nb.njit(cache=True)

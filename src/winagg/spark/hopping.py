@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..algos.registry import make, out_of_order
+from ..algos.registry import out_of_order
+from ..windows.aggregator import make
 from ..core.errors import InvalidTimeError
 from ..times import check_number, duration_ns, is_duration, timestamp
 from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW

@@ -23,14 +23,17 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
+from .. import aggregations
+from ..algos.registry import check_monoid_fits, check_options, info
 from ..core.capabilities import BulkEvict, BulkInsert, SlidePolicyWindow, SubWindow, TimeWindow, Updates, offered
 from ..core.errors import EmptyWindowError, InvalidTimeError, UnsupportedOperationError
+from ..core.monoid import Monoid
 from ..core.ops import python_ops
-from .removals import Holes, ItemUpdates
 from ..core.state import capacity, first, size
 from ..core.state import end as end_of
-from .time_index import ArrivalTimes, TimeUnit, check_in_order, check_sorted
 from ..values import item
+from .removals import Holes, ItemUpdates
+from .time_index import ArrivalTimes, TimeUnit, check_in_order, check_sorted
 
 
 def _whole_count(count) -> int:
@@ -234,9 +237,24 @@ class Aggregator(ItemUpdates):
         ``total`` defaults to the window's aggregate; see :mod:`winagg.windows.slide_policies`.
         """
         self._needs(SlidePolicyWindow, "window slide policy search")
-        from .slide_policies import evict_by_policy
-
-        return evict_by_policy(self, wsp, total)
+        # The policy must be prefix-monotone (if a prefix may go, so may every shorter one), as
+        # every policy of the MTA paper is: the search then tests O(log n) prefixes.
+        if not len(self):
+            return 0
+        funcs, monoid = self._funcs, self.monoid
+        total = self.partial() if total is None else total
+        removed, singles = monoid.identity, 0
+        for _ in range(funcs.single_evictions(self._state)):
+            candidate = monoid.combine(removed, funcs.oldest_partial(self._bufs, self._state))
+            if not wsp(total, candidate):
+                return singles
+            removed = candidate
+            self.evict()
+            singles += 1
+            if not len(self):
+                return singles
+        count = funcs.removable(self._bufs, self._state, total, removed, wsp)
+        return singles + self.evict_oldest(count)
 
     # ------------------------------------------------------------ reading
     def partial(self):
@@ -330,8 +348,6 @@ class Aggregator(ItemUpdates):
                 "times": None if self._keyed else self._times.as_list(), "holes": list(self._holes.positions)}
 
     def __setstate__(self, saved):
-        from ..algos.registry import info
-
         self.algorithm = info(saved["algorithm"])
         self.monoid = saved["monoid"]
         self.options = saved["options"]
@@ -341,3 +357,17 @@ class Aggregator(ItemUpdates):
         self._times = None if self._keyed else ArrivalTimes(saved["times"])
         self._holes = Holes(saved["holes"])
         self._arrivals = saved["arrivals"]
+
+
+def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> Aggregator:
+    """A new, empty aggregator running ``algorithm`` over ``aggregation``.
+
+    ``aggregation`` is a name (``"max"``), a built-in class or instance, or a
+    :class:`winagg.Monoid`. Per-item calls run in plain Python; whole loops run
+    compiled through :func:`winagg.rolling`.
+    """
+    algo = info(algorithm)
+    monoid = aggregations.get(aggregation)
+    check_monoid_fits(algo, monoid)
+    options = check_options(algo, options)
+    return Aggregator(algo, monoid, **options)

@@ -17,7 +17,7 @@ from ..engine.plans import rolling_plan, row_plan, time_plan
 from ..engine.loops import run, run_out_of_order
 from ..algos.registry import check_monoid_fits, info, out_of_order
 from ..aggregations.sketches import item_keys
-from .slide_policies import Multi
+from ..aggregations.multi import Multi
 from ..engine.pieces import thread_count
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from ..aggregations.base import Compiled
 from ..core.capabilities import SlidePolicyWindow
 from ..core.layout import tuple_layout
 from ..core.monoid import Monoid
-from ..algos.registry import make
+from .aggregator import make
 
 
 class SlidePolicy:
@@ -112,35 +112,6 @@ def enforce_policy(aggregator, wsp, total=None) -> int:
     return aggregator.enforce(wsp, total)
 
 
-def evict_by_policy(aggregator, wsp, total=None) -> int:
-    """The search behind ``Aggregator.enforce`` on a ``SlidePolicyWindow`` algorithm (lmta, amta).
-
-    The policy must be prefix-monotone (if a prefix may go, so may every shorter one),
-    as every policy of the paper is; the search tests O(log n) prefixes.
-    """
-    if not len(aggregator):
-        return 0
-    funcs, bufs, monoid = aggregator._funcs, aggregator._bufs, aggregator.monoid
-    total = aggregator.partial() if total is None else total
-    removed = monoid.identity
-    singles = 0
-    if aggregator.algorithm.name == "amta":
-        # single evictions first (amortized O(1) each); after about log n of them,
-        # the O(log n) search and bulk eviction take over
-        levels = aggregator._state[3]
-        while singles < levels and len(aggregator):
-            candidate = monoid.combine(removed, funcs.oldest(bufs, aggregator._state))
-            if not wsp(total, candidate):
-                return singles
-            removed = candidate
-            aggregator.evict()
-            singles += 1
-        if not len(aggregator):
-            return singles
-    count = funcs.removable(bufs, aggregator._state, total, removed, wsp)
-    return singles + aggregator.evict_oldest(count)
-
-
 # ---------------------------------------------------------------- the paper's experiment policy
 @nb.njit(cache=True)
 def _sized_lift(max_size, row):
@@ -207,132 +178,3 @@ def _latest(older, younger):
     if younger is None:
         return older
     return younger if younger > older else older
-
-
-# ---------------------------------------------------------------- several aggregations, one window
-class Multi(Monoid):
-    """Several aggregations over the same items: one partial holding each member's partial.
-
-    >>> m = Multi(count="count", total="sum", peak="max")
-    >>> {name: float(answer) for name, answer in m.fold([1.0, 5.0, 2.0]).items()}
-    {'count': 3.0, 'total': 8.0, 'peak': 5.0}
-
-    Lowered, a partial is a dict by member name. Every member sees every item.
-    Compiled (``compiled_for``) when there are 2 to 4 members, all built-in
-    aggregations with one-number partials: the partial is then a tuple of
-    numbers, and the compiled ``lower`` gives the first member's answer
-    (kernels write one number per row); :attr:`lowers` holds every member's.
-    """
-
-    def __init__(self, **members):
-        if not members:
-            raise ValueError("Multi needs at least one member aggregation, e.g. Multi(total='sum')")
-        self.members = {name: aggregations.get(agg) for name, agg in members.items()}
-        parts = tuple(self.members.values())
-        names = tuple(self.members)
-
-        def combine(older, younger):
-            return tuple(m.combine(a, b) for m, a, b in zip(parts, older, younger))
-
-        def lift(item):
-            return tuple(m.lift(item) for m in parts)
-
-        def lower(partial):
-            return {name: m.lower(p) for name, m, p in zip(names, parts, partial)}
-
-        super().__init__(tuple(m.identity for m in parts), combine, lift, lower,
-                         commutative=all(m.commutative for m in parts),
-                         name="multi(" + ",".join(f"{n}={m.name}" for n, m in self.members.items()) + ")")
-        self.positional = any(m.positional for m in parts)
-        self._compiled: dict = {}
-
-    def compiled_for(self, dtype):
-        """The compiled description (2 to 4 one-number members), or None: then it runs in Python."""
-        dtype = np.dtype(dtype)
-        if dtype not in self._compiled:
-            self._compiled[dtype] = _compile_multi(self, dtype)
-        return self._compiled[dtype]
-
-    def __reduce__(self):
-        return (_rebuild_multi, (self.members,))
-
-
-def _rebuild_multi(members):
-    return Multi(**members)
-
-
-def _compile_multi(multi, dtype) -> Optional[Compiled]:
-    specs = [m.compiled_for(dtype) for m in multi.members.values()]
-    if not 2 <= len(specs) <= 4 or any(s is None or not s.layout.name.startswith("scalar") for s in specs):
-        return None
-    lifts = tuple(s.lift for s in specs)
-    combines = tuple(s.combine for s in specs)
-    lowers = tuple(s.lower for s in specs)
-    lift, combine, lower_all = _tuple_functions(lifts, combines, lowers)
-    first_lower = lowers[0]
-
-    @nb.njit
-    def lower(partial):
-        return first_lower(partial[0])
-
-    dtypes = [np.asarray(s.identity).dtype for s in specs]
-    spec = Compiled("multi(" + ",".join(s.key for s in specs) + ")", lift, combine, lower,
-                    tuple(np.asarray(s.identity)[()] for s in specs), tuple_layout(*dtypes), specs[0].out_dtype)
-    multi.lowers = lower_all
-    return spec
-
-
-def _tuple_functions(lifts, combines, lowers):
-    # numba has no loop over a heterogeneous tuple of functions: one version per arity
-    if len(lifts) == 2:
-        l0, l1 = lifts
-        c0, c1 = combines
-        w0, w1 = lowers
-
-        @nb.njit
-        def lift(x, row):
-            return (l0(x, row), l1(x, row))
-
-        @nb.njit
-        def combine(a, b):
-            return (c0(a[0], b[0]), c1(a[1], b[1]))
-
-        @nb.njit
-        def lower_all(p):
-            return (w0(p[0]), w1(p[1]))
-
-    elif len(lifts) == 3:
-        l0, l1, l2 = lifts
-        c0, c1, c2 = combines
-        w0, w1, w2 = lowers
-
-        @nb.njit
-        def lift(x, row):
-            return (l0(x, row), l1(x, row), l2(x, row))
-
-        @nb.njit
-        def combine(a, b):
-            return (c0(a[0], b[0]), c1(a[1], b[1]), c2(a[2], b[2]))
-
-        @nb.njit
-        def lower_all(p):
-            return (w0(p[0]), w1(p[1]), w2(p[2]))
-
-    else:
-        l0, l1, l2, l3 = lifts
-        c0, c1, c2, c3 = combines
-        w0, w1, w2, w3 = lowers
-
-        @nb.njit
-        def lift(x, row):
-            return (l0(x, row), l1(x, row), l2(x, row), l3(x, row))
-
-        @nb.njit
-        def combine(a, b):
-            return (c0(a[0], b[0]), c1(a[1], b[1]), c2(a[2], b[2]), c3(a[3], b[3]))
-
-        @nb.njit
-        def lower_all(p):
-            return (w0(p[0]), w1(p[1]), w2(p[2]), w3(p[3]))
-
-    return lift, combine, lower_all

@@ -461,9 +461,15 @@ def _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capa
         repair_left(vals, meta, h)  # the search reads the leftmost branch
         return tree.removable(vals, meta, h, True, total, removed, wsp)
 
-    def oldest(bufs, st):
+    def oldest_partial(bufs, st):
         _, first, _, _, _, _ = st
         return get(bufs[0], bufs[1], 0, first)
 
+    def single_evictions(st):
+        # single evictions are amortized O(1): a policy tries about log n of them (the tree's
+        # height) before the O(log n) search and bulk eviction take over
+        _, _, _, h, _, _ = st
+        return h
+
     return MTAFuncs(jit(init), hot(insert), evict_one, jit(query), jit(grow), bulk_evict,
-                    jit(removable), jit(oldest))
+                    jit(removable), jit(oldest_partial), single_evictions)

@@ -32,7 +32,8 @@ class MTAFuncs(NamedTuple):
     grow: Callable
     bulk_evict: Callable   # (bufs, st, count) -> st
     removable: Callable    # (bufs, st, total, removed, wsp) -> how many oldest items the policy removes
-    oldest: Callable       # (bufs, st) -> partial of the oldest item (window not empty)
+    oldest_partial: Callable    # (bufs, st) -> partial of the oldest item (window not empty)
+    single_evictions: Callable  # (st) -> how many single evictions a policy tries before its search
 
 
 def build(ops, virtual: bool = False):
@@ -125,9 +126,12 @@ def build(ops, virtual: bool = False):
         _, _, _, h = st
         return tree.removable(bufs[0], bufs[1], h, False, total, removed, wsp)
 
-    def oldest(bufs, st):
+    def oldest_partial(bufs, st):
         _, first, _, _ = st
         return get(bufs[0], bufs[1], 0, first)
 
+    def single_evictions(st):
+        return 0  # every eviction is O(log n): the search alone
+
     return MTAFuncs(jit(init), hot(insert), hot(evict), jit(query), jit(grow), bulk_evict,
-                    jit(removable), jit(oldest))
+                    jit(removable), jit(oldest_partial), single_evictions)
