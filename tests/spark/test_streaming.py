@@ -153,7 +153,7 @@ def test_a_stream_keeps_nullable_longs_exact_and_reads_event_times_in_any_sessio
 
 
 def test_lateness_is_read_by_the_front_door_in_whole_milliseconds():
-    from winagg.spark.streaming import watermark_delay
+    from winagg.spark.stream_inputs import watermark_delay
 
     assert watermark_delay(dt.timedelta(minutes=10)) == watermark_delay("10 minutes") == "600000 milliseconds"
     assert watermark_delay(np.timedelta64(1500, "ms")) == "1500 milliseconds"
@@ -299,7 +299,8 @@ def _nanos(stamps: pd.Series) -> np.ndarray:
 
 
 def test_a_keys_state_of_another_layout_is_refused_by_name():
-    from winagg.spark.streaming import STATE_FORMAT, SparkInputError, checked_format
+    from winagg.spark._common import SparkInputError, checked_format
+    from winagg.spark.streaming import STATE_FORMAT
 
     class Old:  # a state pickled before the format was kept
         pass

@@ -8,7 +8,8 @@ from ..extras import require
 
 require("pyarrow", "spark", "winagg.spark")  # every module here moves data as Arrow
 
-from .batch import SparkInputError, sliding  # noqa: E402
+from ._common import SparkInputError  # noqa: E402
+from .batch import sliding  # noqa: E402
 from .session import session  # noqa: E402
 from .dropped import DroppedEvents  # noqa: E402
 from .streaming import sliding_stream  # noqa: E402

@@ -13,47 +13,16 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pyarrow as pa
 
 from .. import aggregations
-from ..core.errors import WinaggError
 from ..times import check_number, duration_in_ticks, duration_ns, is_duration, seconds_ns
+from ._common import NANOS_PER_DAY, SparkInputError, arrow_type, check_columns, column_names, spark_type
 from .partition import Frame, Output, PartitionWindows, result_type
-
-
-class SparkInputError(WinaggError, ValueError):
-    """A DataFrame, column or window that :func:`sliding` cannot work with."""
-
-
-NANOS_PER_DAY = 86_400 * 1_000_000_000
-
-
-def _names(columns: Union[str, Sequence[str], None]) -> list:
-    if columns is None:
-        return []
-    return [columns] if isinstance(columns, str) else list(columns)
-
-
-def _arrow_type(spark_type):
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    return to_arrow_type(spark_type, timezone="UTC")
-
-
-def _spark_type(arrow_type):
-    from pyspark.sql.pandas.types import from_arrow_type
-
-    return from_arrow_type(arrow_type)
-
-
-def _check_columns(df, names, role):
-    missing = [n for n in names if n not in df.columns]
-    if missing:
-        raise SparkInputError(f"{role} column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
 
 
 def range_span(value, order_type, what: str = "range") -> Union[int, float]:
     """``value`` (the ``what`` argument) in the order column's units, exactly: int nanoseconds for
     timestamps (winagg's time unit; Spark keeps microseconds), int days for dates, the column's own
     numbers otherwise. Durations and numbers of seconds are read by :mod:`winagg.times`."""
-    arrow = _arrow_type(order_type)
+    arrow = arrow_type(order_type)
     if isinstance(value, bool) or not (is_duration(value) or isinstance(value, numbers.Real)):
         raise SparkInputError(f"{what} must be a number or a duration, got {value!r}")
     if pa.types.is_timestamp(arrow) or pa.types.is_date(arrow):
@@ -153,7 +122,7 @@ def _check_quantile_input(name: str, monoid, column: str, data_type) -> None:
                               f"{data_type.simpleString()}")
 
 
-def _outputs(df, aggs: Mapping[str, Any]) -> list:
+def parse_outputs(df, aggs: Mapping[str, Any]) -> list:
     outputs = []
     for name, spec in aggs.items():
         if not isinstance(spec, tuple) or len(spec) not in (2, 3):
@@ -162,7 +131,7 @@ def _outputs(df, aggs: Mapping[str, Any]) -> list:
         if name in df.columns:
             raise SparkInputError(f"output column {name!r} already exists in the DataFrame")
         aggregation, column = spec[0], spec[1]
-        _check_columns(df, [column], "input")
+        check_columns(df, [column], "input")
         if _names_quantile(aggregation):
             monoid, spec = _quantile(name, spec), spec[:2]
         else:
@@ -170,19 +139,19 @@ def _outputs(df, aggs: Mapping[str, Any]) -> list:
         if isinstance(monoid, aggregations.Quantile):
             _check_quantile_input(name, monoid, column, df.schema[column].dataType)
         ship_by_value(monoid)
-        input_type = _arrow_type(df.schema[column].dataType)
+        input_type = arrow_type(df.schema[column].dataType)
         if len(spec) == 3:
             from pyspark.sql.types import DataType, _parse_datatype_string
 
             declared = spec[2] if isinstance(spec[2], DataType) else _parse_datatype_string(spec[2])
-            arrow_type = _arrow_type(declared)
+            output_type = arrow_type(declared)
         else:
-            arrow_type = result_type(monoid, input_type)
-            if arrow_type is None:
+            output_type = result_type(monoid, input_type)
+            if output_type is None:
                 raise SparkInputError(f"cannot tell the type of {name!r} ({monoid!r} over "
                                       f"{df.schema[column].dataType.simpleString()}); give it as a third element, "
                                       f"e.g. ({aggregation!r}, {column!r}, 'double')")
-        outputs.append(Output(name, column, monoid, arrow_type))
+        outputs.append(Output(name, column, monoid, output_type))
     return outputs
 
 
@@ -259,12 +228,12 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     plain Python; both carry their window from one Arrow batch to the next, so
     a task holds one window and one batch, not a whole key.
     """
-    keys = _names(partition_by)
-    order = _names(order_by)
+    keys = column_names(partition_by)
+    order = column_names(order_by)
     if not order:
         raise SparkInputError("order_by needs at least one column")
-    _check_columns(df, keys, "partition_by")
-    _check_columns(df, order, "order_by")
+    check_columns(df, keys, "partition_by")
+    check_columns(df, order, "order_by")
     if (rows is None) == (range is None):
         raise SparkInputError("give exactly one of rows= (a row frame) or range= (a range frame)")
     if rows is not None:
@@ -277,13 +246,13 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
         frame = Frame(span=range_span(range, df.schema[order[0]].dataType))
     if not aggs:
         raise SparkInputError("aggs is empty: name at least one output column")
-    outputs = _outputs(df, aggs)
+    outputs = parse_outputs(df, aggs)
     if slide is not None:
         size, slide = hopping_spans(df, order, frame, range, slide)
         return _hopping(df, keys, order[0], size, slide, outputs, num_partitions)
     from pyspark.sql.types import StructField, StructType
 
-    schema = StructType(df.schema.fields + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+    schema = StructType(df.schema.fields + [StructField(o.name, spark_type(o.arrow_type), True) for o in outputs])
     windows = PartitionWindows(keys, order[0], frame, outputs, algorithm)
     partitioned = df.repartition(num_partitions, *keys) if num_partitions else \
         (df.repartition(*keys) if keys else df.repartition(1))
@@ -324,10 +293,10 @@ def _hopping(df, keys, order, size, slide, outputs, num_partitions):
         raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
     time_type = df.schema[order].dataType
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
-    keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
-    longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
-    windows = HoppingPartition(keys, order, size, slide, outputs, keyed, _arrow_type(time_type), longs)
+                        + [StructField(o.name, spark_type(o.arrow_type), True) for o in outputs])
+    keyed = {o.column for o in outputs if compiled_plan(o.monoid, arrow_type(df.schema[o.column].dataType))[1]}
+    longs = {o.column for o in outputs if exact_sum_input(o.monoid, arrow_type(df.schema[o.column].dataType))}
+    windows = HoppingPartition(keys, order, size, slide, outputs, keyed, arrow_type(time_type), longs)
     needed = list(dict.fromkeys(keys + [order] + [o.column for o in outputs]))
     timed = df.where(F.col(order).isNotNull()).select(*needed)
     partitioned = timed.repartition(num_partitions, *keys) if num_partitions else \

@@ -38,7 +38,7 @@ from ..core.errors import InvalidTimeError
 from ..times import check_number, duration_ns, is_duration, timestamp
 from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..engine.range_batches import compiled_batches
-from .partition import ExactSums, Output, _key_values, _to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
+from .partition import ExactSums, Output, key_values, to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
 
 #: The name of the two columns that say which window a result row is.
 WINDOW_COLUMNS = ("window_start", "window_end")
@@ -285,7 +285,7 @@ class HoppingWindows:
 
     def bind(self, outputs: Sequence[Output]) -> "HoppingWindows":
         """Give an unpickled state its outputs (those it was made with) back; returns it."""
-        from .streaming import checked_format
+        from ._common import checked_format
 
         checked_format(self, TREES_FORMAT, "hopping windows")
         self.outputs = list(outputs)
@@ -351,7 +351,7 @@ class HoppingWindows:
             elif _mean_from_sums(output.monoid):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     out = out / non_null  # 0 / 0 where a window has no value: null below
-            columns.append(_to_arrow(out, np.asarray(non_null, np.int64), output, None))
+            columns.append(to_arrow(out, np.asarray(non_null, np.int64), output, None))
         return pa.Table.from_arrays(columns, names=list(WINDOW_COLUMNS) + [o.name for o in self.outputs])
 
     def _feed(self, tree, rows, column, times, positions, lows, highs, horizon, output):
@@ -375,7 +375,7 @@ class HoppingWindows:
             return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v
                     for v in series.astype(object).where(series.notna(), None)]
         if column in self.keyed_columns:
-            keys = _key_values(pa.array(series, from_pandas=True)).astype(np.float64)
+            keys = key_values(pa.array(series, from_pandas=True)).astype(np.float64)
             return np.where(series.isna().to_numpy(), np.nan, keys)
         if output.monoid.keeps_input_type and pd.api.types.is_integer_dtype(series.dtype):
             refuse_rounded_longs(_long_values(series, column), column)
@@ -449,7 +449,7 @@ class HoppingPartition:
         self.long_columns = set(long_columns)
 
     def __call__(self, batches):
-        from .partition import _changes, order_values
+        from .partition import changes, order_values
 
         state, key_row = None, None  # the current key's windows and a one-row batch of its key values
         for batch in batches:
@@ -457,7 +457,7 @@ class HoppingPartition:
                 continue
             new_key = np.zeros(batch.num_rows, np.bool_)
             for name in self.keys:
-                new_key |= _changes(batch.column(name), None if key_row is None else key_row.column(name))
+                new_key |= changes(batch.column(name), None if key_row is None else key_row.column(name))
             if key_row is None:
                 new_key[0] = True
             starts = list(np.flatnonzero(new_key)) + [batch.num_rows]

@@ -21,17 +21,20 @@ import math
 import pickle
 import zlib
 from collections.abc import Mapping
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..times import timestamps
-from .batch import SparkInputError, _spark_type, range_span
+from .. import aggregations
+from ._common import SparkInputError, checked_format, spark_type
+from .batch import range_span
 from .partition import compiled_plan, exact_sum_input
 from .dropped import DroppedEvents, dropped_row, observe_dropped, with_dropped_column, with_no_count
-from .streaming import _Crossing, _watermark, _watermarked, checked_format, compile_kernels
+from .partition import Output
+from .stream_inputs import Crossing, watermark_at, watermarked
 
 #: How many buckets the keys of a hopping stream are hashed into: the stateful operator runs once
 #: per bucket and micro-batch, not once per key, and each call costs a state read and write and a
@@ -116,7 +119,7 @@ def _pane_processor_class():
 
         def _step(self, windows, panes, watermark_ms, expired=None) -> Iterator[pd.DataFrame]:
             c = self.config
-            closed, dropped = windows.step(panes, _watermark(watermark_ms))
+            closed, dropped = windows.step(panes, watermark_at(watermark_ms))
             _heartbeat(self.handle, windows, watermark_ms, expired)
             self.state.update((pickle.dumps(windows, protocol=pickle.HIGHEST_PROTOCOL),))
             if closed is not None and closed.num_rows:
@@ -176,7 +179,7 @@ def _result(df, keys, order_by, time_type, outputs) -> tuple:
     columns = keys + list(WINDOW_COLUMNS) + [o.name for o in outputs]
     needed = list(dict.fromkeys(keys + [order_by] + [o.column for o in outputs]))
     schema = StructType([df.schema[k] for k in keys] + [StructField(c, time_type, True) for c in WINDOW_COLUMNS]
-                        + [StructField(o.name, _spark_type(o.arrow_type), True) for o in outputs])
+                        + [StructField(o.name, spark_type(o.arrow_type), True) for o in outputs])
     return columns, needed, schema
 
 
@@ -186,11 +189,11 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import TimestampNTZType
 
-    from .batch import _arrow_type
+    from ._common import arrow_type
     from .panes import BUCKET_COLUMN, PaneCombine, pane_schema
 
     dropped = DroppedEvents(df.sparkSession)
-    key_fields = [pa.field(k, _arrow_type(df.schema[k].dataType)) for k in keys]
+    key_fields = [pa.field(k, arrow_type(df.schema[k].dataType)) for k in keys]
     schema = pane_schema(key_fields, parts)
     pane = math.gcd(size_ns, slide_ns)
     combine = PaneCombine(keys, order_by, pane, parts, schema)
@@ -199,7 +202,7 @@ def pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, ti
     timed = dropped.observe_untimed(df.select(*needed), order_by)
     pane_rows = timed.withWatermark(order_by, delay).mapInArrow(combine, from_arrow_schema(schema))
     # grouped by bucket: the keys are values
-    crossed, crossing = _Crossing.of(pane_rows, (), None, keys).encode(pane_rows)
+    crossed, crossing = Crossing.of(pane_rows, (), None, keys).encode(pane_rows)
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "parts": parts,
               "key_fields": key_fields, "columns": columns,
               "ntz": isinstance(time_type, TimestampNTZType), "pane_schema": schema, "buckets": int(buckets),
@@ -312,7 +315,7 @@ def _key_processor_class():
         def _run(self, rows, watermark_ms: int, expired: Optional[int] = None) -> Iterator[pd.DataFrame]:
             c = self.config
             keys = c["keys"]
-            watermark = _watermark(watermark_ms)
+            watermark = watermark_at(watermark_ms)
             clock = self._clock()
             stepped = set()
             if rows is not None:
@@ -368,7 +371,8 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
     """:func:`sliding_stream` with ``slide=``."""
     from pyspark.sql.types import TimestampNTZType
 
-    from .batch import _arrow_type, hopping_spans
+    from ._common import arrow_type
+    from .batch import hopping_spans
     from .hopping import WINDOW_COLUMNS
     from .panes import BUCKET_COLUMN, pane_parts
     from .partition import Frame
@@ -382,16 +386,16 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
     if clash:
         raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
     buckets = KEY_BUCKETS
-    parts = pane_parts(outputs, {o.column: _arrow_type(df.schema[o.column].dataType) for o in outputs})
+    parts = pane_parts(outputs, {o.column: arrow_type(df.schema[o.column].dataType) for o in outputs})
     compile_kernels(outputs, panes=parts is not None)
     if parts is not None:
         return pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets)
-    keyed = {o.column for o in outputs if compiled_plan(o.monoid, _arrow_type(df.schema[o.column].dataType))[1]}
-    longs = {o.column for o in outputs if exact_sum_input(o.monoid, _arrow_type(df.schema[o.column].dataType))}
+    keyed = {o.column for o in outputs if compiled_plan(o.monoid, arrow_type(df.schema[o.column].dataType))[1]}
+    longs = {o.column for o in outputs if exact_sum_input(o.monoid, arrow_type(df.schema[o.column].dataType))}
     columns, needed, schema = _result(df, keys, order_by, time_type, outputs)
     # the bucket from the keys as they are (a null long key apart from 0), before they cross
-    bucketed = _watermarked(df.select(*needed), order_by, delay).withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
-    crossed, crossing = _Crossing.of(df, keys, order_by, needed).encode(bucketed)
+    bucketed = watermarked(df.select(*needed), order_by, delay).withColumn(BUCKET_COLUMN, _bucket(keys, buckets))
+    crossed, crossing = Crossing.of(df, keys, order_by, needed).encode(bucketed)
     config = {"outputs": outputs, "size": size_ns, "slide": slide_ns, "keys": keys, "columns": columns,
               "keyed_columns": keyed, "long_columns": longs, "buckets": int(buckets),
               "ntz": isinstance(time_type, TimestampNTZType), "crossing": crossing}
@@ -399,3 +403,32 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
         _key_processor_class()(config), with_dropped_column(schema), "Append", "EventTime",
         initialState=_initial_buckets(df, buckets))
     return observe_dropped(stream)
+
+
+def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
+    """Compile (or load from numba's disk cache) every kernel hopping windows of ``outputs`` run.
+
+    Called on the driver before a query starts, for the reason :func:`warm_up_key_state`
+    gives. Hopping windows kept per key run FiBA's batch step over int64 times and the
+    compaction that pickling a state runs, for every output and the non-null counts; kept as
+    panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
+    float64 positions only. Each is a FiBA tree of its own, the slowest kernels winagg compiles.
+    """
+    from ..engine.range_batches import compact_kernel, compiled_batches
+
+    from .hopping import tree_spec
+    from .panes import pane_combiners
+
+    if panes:
+        specs = pane_combiners(outputs)
+    else:
+        specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
+        specs += [tree_spec(o.monoid) for o in outputs]
+    time_type = np.float64 if panes else np.int64
+    empty, none, no_times = np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, time_type)
+    for spec in {s.key: s for s in specs if s is not None}.values():
+        batches = compiled_batches(spec, time_type.__name__)
+        (bufs, st), _ = batches.run(batches.fresh(), no_times, empty, none, no_times, no_times, False,
+                                    time_type(0))
+        if not panes:  # a bucket's panes are kept as arrays, never as a tree
+            compact_kernel(spec, time_type.__name__)(bufs, st, no_times)

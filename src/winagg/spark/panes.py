@@ -23,7 +23,7 @@ from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..engine.range_batches import compiled_batches
 from .hopping import (WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, refuse_rounded_longs,
                       window_ns, window_text)
-from .partition import ExactSums, Output, _to_arrow, exact_answers, exact_sum_input
+from .partition import ExactSums, Output, to_arrow, exact_answers, exact_sum_input
 
 
 #: Built-in aggregations whose pane partial is a few plain numbers, and those numbers: ``nn`` (the
@@ -188,7 +188,7 @@ class PaneWindows:
     def bind(self, outputs: Sequence[Output], key_fields) -> "PaneWindows":
         """Give an unpickled state its outputs and the key columns' fields back (the same for every
         bucket, so not kept in the state); returns it."""
-        from .streaming import checked_format
+        from ._common import checked_format
 
         checked_format(self, PANES_FORMAT, "hopping panes")
         self.outputs = list(outputs)
@@ -265,14 +265,14 @@ class PaneWindows:
 
     def _key_runs(self) -> np.ndarray:
         """The key number of every pane (0, 1, ... in the table's order)."""
-        from .partition import _changes
+        from .partition import changes
 
         n = self.table.num_rows
         starts = np.zeros(n, np.bool_)
         if n:
             starts[0] = True
         for name in self.keys:
-            starts |= _changes(self.table.column(name).combine_chunks(), None)
+            starts |= changes(self.table.column(name).combine_chunks(), None)
         return np.cumsum(starts) - 1
 
     def _close(self, watermark):
@@ -345,7 +345,7 @@ class PaneWindows:
                     out = by_part[(output.column, "sum")] / counts
             else:
                 out = by_part[(output.column, _PANE_PARTS[kind][1])]
-            columns.append(_to_arrow(out, counts.astype(np.int64), output, None))
+            columns.append(to_arrow(out, counts.astype(np.int64), output, None))
         names = self.keys + list(WINDOW_COLUMNS) + [o.name for o in self.outputs]
         return pa.Table.from_arrays(columns, names=names)
 

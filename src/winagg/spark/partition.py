@@ -78,7 +78,7 @@ def _numeric_values(column: pa.Array) -> Optional[np.ndarray]:
     return None
 
 
-def _key_values(column: pa.Array) -> np.ndarray:
+def key_values(column: pa.Array) -> np.ndarray:
     """A stable 64-bit key per item (as int64), the same in every process."""
     unique = pc.unique(column)
     keys = np.array([0 if v is None else np.int64(np.uint64(stable_key(v)).view(np.int64))
@@ -122,7 +122,7 @@ def _plain_numbers(column: pa.Array) -> bool:
 
 
 def _changes_numpy(current: pa.Array, previous: Optional[pa.Array]) -> np.ndarray:
-    """:func:`_changes` of a column without nulls, in numpy: a fifth of the time of Arrow's kernels."""
+    """:func:`changes` of a column without nulls, in numpy: a fifth of the time of Arrow's kernels."""
     values = current.to_numpy()
     flags = np.empty(len(values), np.bool_)
     flags[1:] = values[1:] != values[:-1]
@@ -135,7 +135,7 @@ def _changes_numpy(current: pa.Array, previous: Optional[pa.Array]) -> np.ndarra
     return flags
 
 
-def _changes(current: pa.Array, previous: Optional[pa.Array]) -> np.ndarray:
+def changes(current: pa.Array, previous: Optional[pa.Array]) -> np.ndarray:
     """``changes[i]``: row i differs from the row before it (row 0 from ``previous``).
 
     Nulls equal nulls and NaN equals NaN, as in Spark's grouping.
@@ -395,14 +395,14 @@ class PartitionRun:
         previous = self.previous
         new_key = np.zeros(batch.num_rows, np.bool_)
         for name in spec.keys:
-            new_key |= _changes(batch.column(name), None if previous is None else previous.column(name))
+            new_key |= changes(batch.column(name), None if previous is None else previous.column(name))
         if not spec.keys and previous is None:
             new_key[0] = True
         reset = np.where(new_key, np.int8(KEY_STARTS), np.int8(0))
         if spec.frame.rows is not None:
             return reset, new_key
         order = batch.column(spec.order)
-        group_start = new_key | _changes(order, None if previous is None else previous.column(spec.order))
+        group_start = new_key | changes(order, None if previous is None else previous.column(spec.order))
         # Rows with a null order value are one group of their own, before the others: a
         # fresh window starts at the first non-null row after them.
         nulls = order.is_null().to_numpy(zero_copy_only=False)
@@ -450,7 +450,7 @@ class PartitionRun:
         out, counts = window.step(values, valid, reset, group_start, times)
         if isinstance(out, ExactSums):
             out = exact_answers(out, counts, output, lambda row: self._row_text(batch, row))
-        return _to_arrow(out, counts, output, column.type)
+        return to_arrow(out, counts, output, column.type)
 
     def _row_text(self, batch, row: int) -> str:
         """The key and order values of ``batch``'s row, for an error message."""
@@ -540,7 +540,7 @@ def _make_window(output: Output, input_type: pa.DataType, spec: PartitionWindows
         name = spec.algorithm or choose_algorithm(sums.compiled_for(np.dtype(np.int64)), True)
         return _ExactSumWindow(_DriverSource(name, sums, np.dtype(np.int64)), spec.frame, time_dtype), _numeric_values
     if compiled is not None:
-        prepare = _key_values if keyed else _numeric_values
+        prepare = key_values if keyed else _numeric_values
         source = _DriverSource(name, output.monoid, np.dtype(np.int64) if integral else np.dtype(np.float64))
         return _FrameWindow(source, spec.frame, time_dtype), prepare
     return _FrameWindow(_DriverSource(name, output.monoid, None), spec.frame, time_dtype), _python_values
@@ -578,7 +578,7 @@ def _float_longs(out: np.ndarray) -> np.ndarray:
     return longs
 
 
-def _to_arrow(out, counts, output: Output, input_type) -> pa.Array:
+def to_arrow(out, counts, output: Output, input_type) -> pa.Array:
     """The results as an Arrow column of the output's type, null where Spark gives null."""
     null_when_empty = empty_is_null(output.monoid)
     if isinstance(out, np.ndarray):
