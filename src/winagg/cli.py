@@ -11,7 +11,7 @@ def _demo(args) -> int:
     import numpy as np
 
     import winagg
-    from winagg.windows.rolling import choose_algorithm
+    from winagg.algos.registry import choose_algorithm
 
     rng = np.random.default_rng(args.seed)
     values = np.cumsum(rng.normal(size=args.rows))  # a random walk

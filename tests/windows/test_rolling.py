@@ -9,7 +9,7 @@ import pytest
 
 import winagg
 from winagg import aggregations as A
-from winagg.windows.rolling import choose_algorithm
+from winagg.algos.registry import choose_algorithm
 
 #: The six in-order algorithms checked here (each algorithm x aggregation is one compiled kernel).
 FIFO = ["recalc", "soe", "two_stacks", "two_stacks_lite", "daba", "daba_lite"]

@@ -17,6 +17,38 @@ from ..core.ops import build_evict_many, compiled_ops, python_ops
 from .loops import POSITIONS, Driver, build_driver, build_out_of_order_driver, planned_position
 
 
+def compiled_spec(monoid, dtype, counted: bool = False, same_answer: bool = False):
+    """The compiled description ``monoid`` runs with over ``dtype`` values, or None: then it runs in
+    plain Python. Every path asks here.
+
+    A monoid built from Python callables has none. ``counted`` asks for the form that answers NaN
+    for a window without a value, where the aggregation has one (``compiled_counted``).
+    ``same_answer`` keeps only descriptions whose answer is the Python one: a sketch compiled
+    lowers to its estimate (a number) but in Python to the sketch itself, so a path that answers
+    the sketch (``winagg.Window``) runs it in Python, where ``winagg.rolling`` and Spark's columns
+    take the number.
+    """
+    describe = getattr(monoid, "compiled_counted", None) if counted else None
+    spec = (describe or getattr(monoid, "compiled_for", _no_description))(np.dtype(dtype))
+    if spec is not None and same_answer and not _lowers_to_a_number(monoid):
+        return None
+    return spec
+
+
+def _no_description(dtype):
+    return None
+
+
+def _lowers_to_a_number(monoid) -> bool:
+    """Whether the Python answer for one value is a plain number (as the compiled answer is)."""
+    sample = (1.0, 0) if monoid.positional else 1.0
+    try:
+        answer = monoid.lower(monoid.lift(sample))
+    except Exception:  # noqa: BLE001 - any failure means: do not take the compiled path
+        return False
+    return isinstance(answer, (int, float, np.integer, np.floating)) and not isinstance(answer, bool)
+
+
 _compiled: dict = {}
 
 

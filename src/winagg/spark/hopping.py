@@ -37,6 +37,7 @@ from ..windows.aggregator import make
 from ..core.errors import InvalidTimeError
 from ..times import check_number, duration_ns, is_duration, timestamp
 from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..engine import kernels
 from ..engine.range_batches import compiled_batches
 from .partition import ExactSums, Output, key_values, to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
 
@@ -44,11 +45,9 @@ from .partition import ExactSums, Output, key_values, to_arrow, empty_is_null, e
 WINDOW_COLUMNS = ("window_start", "window_end")
 
 
-def compiled_spec(monoid):
+def float_spec(monoid):
     """The float64 compiled description of a built-in aggregation, or None for plain Python."""
-    if not isinstance(monoid, aggregations.Aggregation):
-        return None
-    return monoid.compiled_for(np.dtype(np.float64))
+    return kernels.compiled_spec(monoid, np.float64)
 
 
 #: The layout of a key's pickled hopping windows (2: a mean's tree holds sums; 3: times in
@@ -60,14 +59,14 @@ TREES_FORMAT = 4
 def _mean_from_sums(monoid) -> bool:
     """A compiled mean is answered from a tree of sums and its column's non-null counts: one FiBA
     tree fewer to compile (a mean's own tree keeps the same sum beside a count)."""
-    return type(monoid) is aggregations.Mean and compiled_spec(monoid) is not None
+    return type(monoid) is aggregations.Mean and float_spec(monoid) is not None
 
 
 def tree_spec(monoid):
     """The compiled description of the tree that answers ``monoid`` (None: a Python tree)."""
     if _mean_from_sums(monoid):
-        return compiled_spec(aggregations.get("sum"))
-    return compiled_spec(monoid)
+        return float_spec(aggregations.get("sum"))
+    return float_spec(monoid)
 
 
 class _CompiledTree:
@@ -112,7 +111,7 @@ class _ExactSumTrees:
 
     def __init__(self, rounding: int):
         self.rounding = rounding
-        self.pieces = [_CompiledTree(compiled_spec(aggregations.get("sum")), rounding) for _ in range(3)]
+        self.pieces = [_CompiledTree(float_spec(aggregations.get("sum")), rounding) for _ in range(3)]
 
     @property
     def entry_times(self) -> np.ndarray:
@@ -125,7 +124,7 @@ class _ExactSumTrees:
 
     def bind(self) -> None:
         for tree in self.pieces:
-            tree.spec = compiled_spec(aggregations.get("sum"))
+            tree.spec = float_spec(aggregations.get("sum"))
 
     def step(self, times, values, positions, lows, highs, horizon) -> ExactSums:
         sums = [tree.step(times, part, positions, lows, highs, horizon)
@@ -264,7 +263,7 @@ class HoppingWindows:
         self.trees = [_ExactSumTrees(self.pane) if o.column in long_columns and exact_sum_input(o.monoid, pa.int64())
                       else self._tree(o.monoid) for o in self.outputs]
         # per input column of an output that is null when empty: a tree counting its non-null values
-        self.non_null = {o.column: _CompiledTree(compiled_spec(aggregations.get("count")), self.pane)
+        self.non_null = {o.column: _CompiledTree(float_spec(aggregations.get("count")), self.pane)
                          for o in self.outputs if empty_is_null(o.monoid)}
         self.panes = np.empty(0, np.int64)  # sorted pane starts with rows, still in an open window
         self.next_k = _INT_LOW  # every window below it is closed and reported
@@ -295,7 +294,7 @@ class HoppingWindows:
             elif isinstance(tree, _ExactSumTrees):
                 tree.bind()
         for tree in self.non_null.values():
-            tree.spec = compiled_spec(aggregations.get("count"))
+            tree.spec = float_spec(aggregations.get("count"))
         return self
 
     def first_open(self) -> int:

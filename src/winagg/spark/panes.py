@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .. import aggregations
 from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..engine.range_batches import compiled_batches
-from .hopping import (WINDOW_COLUMNS, check_window_ends, compiled_spec, key_text, last_closed, refuse_rounded_longs,
+from .hopping import (WINDOW_COLUMNS, check_window_ends, float_spec, key_text, last_closed, refuse_rounded_longs,
                       window_ns, window_text)
 from .partition import ExactSums, Output, to_arrow, exact_answers, exact_sum_input
 
@@ -69,7 +69,7 @@ def pane_combiners(outputs: Sequence[Output]) -> list:
     """The compiled aggregations :class:`PaneWindows` runs over the panes of these outputs."""
     names = {_WINDOW_COMBINE[part] for o in outputs if type(o.monoid) in _PANE_PARTS
              for part in _PANE_PARTS[type(o.monoid)]}
-    return [compiled_spec(aggregations.get(name)) for name in sorted(names)]
+    return [float_spec(aggregations.get(name)) for name in sorted(names)]
 
 
 def pane_schema(key_fields: Sequence[pa.Field], parts) -> pa.Schema:
@@ -323,7 +323,7 @@ class PaneWindows:
                 sums = before[after] - before[first]
                 answers[name] = sums.astype(np.float64) if part == "nn" else sums
                 continue
-            spec = compiled_spec(aggregations.get(_WINDOW_COMBINE[part]))
+            spec = float_spec(aggregations.get(_WINDOW_COMBINE[part]))
             batches = compiled_batches(spec, "float64")
             _, answers[name] = batches.run(batches.fresh(), axis, values.astype(np.float64),
                                            np.zeros(len(axis), np.int64), lows, highs, False, np.float64(-np.inf))

@@ -35,11 +35,11 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..aggregations.sketches import stable_key
-from ..engine.kernels import compiled_driver, python_driver
+from ..engine.kernels import compiled_driver, compiled_spec, python_driver
 from ..engine.loops import run
 from ..engine.frames import KEY_STARTS, WINDOW_STARTS, RangeFrames, RowFrames
 from ..algos.registry import info
-from ..windows.rolling import choose_algorithm
+from ..algos.registry import choose_algorithm
 from ..times import datetimes_ns, time_array, timestamp
 
 
@@ -491,9 +491,9 @@ def compiled_plan(monoid, input_type: pa.DataType):
         return None, False
     if _is_numeric(input_type):
         integral = pa.types.is_integer(input_type) or pa.types.is_boolean(input_type)
-        return monoid.compiled_for(np.dtype(np.int64 if integral else np.float64)), False
+        return compiled_spec(monoid, np.int64 if integral else np.float64), False
     if monoid.keyed_input:
-        return monoid.compiled_for(np.dtype(np.int64)), True
+        return compiled_spec(monoid, np.int64), True
     return None, False
 
 
@@ -557,7 +557,7 @@ class _DriverSource(NamedTuple):
     def build(self):
         if self.dtype is None:
             return python_driver(info(self.algorithm), self.monoid)
-        return compiled_driver(info(self.algorithm), self.monoid.compiled_for(self.dtype))
+        return compiled_driver(info(self.algorithm), compiled_spec(self.monoid, self.dtype))
 
 
 def _python_values(column: pa.Array) -> np.ndarray:

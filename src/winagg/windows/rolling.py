@@ -12,10 +12,11 @@ from . import keyed
 from ..core.errors import OutOfOrderError
 from ..times import read_times
 from ..values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
-from ..engine.kernels import compiled_driver, compiled_out_of_order_driver, python_driver, python_out_of_order_driver
+from ..engine.kernels import (compiled_driver, compiled_out_of_order_driver, compiled_spec, python_driver,
+                              python_out_of_order_driver)
 from ..engine.plans import rolling_plan, row_plan, time_plan
 from ..engine.loops import run, run_out_of_order
-from ..algos.registry import check_monoid_fits, info, out_of_order
+from ..algos.registry import check_monoid_fits, choose_algorithm, info, out_of_order
 from ..aggregations.sketches import item_keys
 from ..aggregations.multi import Multi
 from ..engine.pieces import thread_count
@@ -27,25 +28,6 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..core.monoid import Monoid
-
-#: The in-order algorithm used when none is named and subtraction is not exact: Two-Stacks
-#: Lite had the highest compiled throughput of the exact algorithms for sum, max, geomean
-#: and bloom (README, "Performance"). Its rare O(n) flips do not matter to a whole-array
-#: call; per-item users who need a flat worst case pick daba_lite.
-DEFAULT_FIFO = "two_stacks_lite"
-
-
-def choose_algorithm(spec, integer_input: bool) -> str:
-    """The algorithm :func:`rolling` uses when none is named.
-
-    Subtract-on-evict only where it is exact (integer sums and counts);
-    otherwise Two-Stacks Lite, whose partials come only from items in the
-    window, so float results never carry residue from evicted items.
-    """
-    if spec is not None and spec.exact_inverse and (integer_input or spec.key == "count"):
-        return "soe"
-    return DEFAULT_FIFO
-
 
 def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
             window: int | float | str | datetime.timedelta | pd.Timedelta | np.timedelta64,
@@ -98,7 +80,7 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         An algorithm name. By default sum, mean, min, max, count, variance and
         stddev over in-order rows or sorted times run a whole-array block scan
         (:mod:`winagg.engine.blockscan`: no queue, no subtraction); every other
-        aggregation runs the algorithm :func:`choose_algorithm` picks (and
+        aggregation runs the algorithm :func:`winagg.algos.registry.choose_algorithm` picks (and
         ``"fiba"`` for unsorted times). ``"fiba"`` with sorted times runs the
         out-of-order path too; an in-order algorithm with unsorted times raises
         :class:`~winagg.OutOfOrderError`.
@@ -138,8 +120,8 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         numeric = item_keys(array)  # strings and other items, keyed as winagg.make keys them
         if numeric is None:  # missing items among them: plain Python, lowered as compiled
             monoid = _lowered_as_compiled(monoid)
-    spec = monoid.compiled_for(numeric.dtype) if numeric is not None else None
-    if numeric is None and not monoid.keyed_input and monoid.compiled_for(np.dtype(np.float64)) is not None:
+    spec = compiled_spec(monoid, numeric.dtype) if numeric is not None else None
+    if numeric is None and not monoid.keyed_input and compiled_spec(monoid, np.float64) is not None:
         raise TypeError(f"{monoid.name} needs numbers or missing values (None, NaN), but "
                         f"{describe_non_number(array)}")
     if numeric is not None and spec is None:
@@ -236,7 +218,7 @@ def _numbers(array, monoid):
     """The values as int64 or float64, or None to keep the items themselves: a compiled
     aggregation refuses what it would round (:func:`winagg.values.numeric_values`), a Python
     monoid takes such items (big ints, Fractions) as they are."""
-    if monoid.compiled_for(np.dtype(np.float64)) is not None:
+    if compiled_spec(monoid, np.float64) is not None:
         return numeric_values(array, monoid.name)
     try:
         return numeric_values(array, monoid.name)

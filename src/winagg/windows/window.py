@@ -26,28 +26,17 @@ from .. import aggregations
 from .count_windows import CountWindows
 from .event_time import EventTimes, read_spans
 from ..algos.registry import check_monoid_fits, check_options, info, out_of_order
+from ..engine.kernels import compiled_spec
 from .time_windows import TimeWindows, WindowResult
 
 __all__ = ["Window", "WindowResult"]
 
 
-def _lowers_to_a_number(monoid) -> bool:
-    """Whether the Python answer for one value is a plain number (as the compiled answer is)."""
-    sample = (1.0, 0) if monoid.positional else 1.0
-    try:
-        answer = monoid.lower(monoid.lift(sample))
-    except Exception:  # noqa: BLE001 - any failure means: do not take the compiled path
-        return False
-    return isinstance(answer, (int, float, np.integer, np.floating)) and not isinstance(answer, bool)
-
-
 def _compiled_spec(monoid, wanted: Optional[bool]):
     """The aggregation's compiled description when the Window runs compiled, else None."""
-    # the counted form where there is one: a Window answers NaN for a window without a value
-    describe = getattr(monoid, "compiled_counted", monoid.compiled_for)
-    spec = describe(np.dtype(np.float64)) if wanted is not False else None
-    if spec is not None and not _lowers_to_a_number(monoid):
-        spec = None  # e.g. a Bloom filter: compiled it lowers to a number, in Python to the filter itself
+    # the counted form where there is one: a Window answers NaN for a window without a value; and
+    # a Window answers what the aggregation lowers to in Python (a Bloom filter, not its estimate)
+    spec = compiled_spec(monoid, np.float64, counted=True, same_answer=True) if wanted is not False else None
     if spec is None and wanted:
         raise ValueError("compiled=True needs a Window over a built-in numeric aggregation")
     return spec
@@ -158,7 +147,7 @@ class Window:
 
     # ------------------------------------------------------------ construction
     def _init_rows(self, rows, slide, algorithm, compiled, options):
-        from .rolling import choose_algorithm
+        from ..algos.registry import choose_algorithm
 
         if not isinstance(rows, (int, np.integer)) or isinstance(rows, bool) or rows < 1:
             raise ValueError(f"rows must be a positive integer, got {rows!r}")
@@ -167,7 +156,7 @@ class Window:
             raise ValueError(f"a count window's slide must be a positive integer, got {slide!r}")
         self.kind = "rows"
         self.sizes, self.slide = [int(rows)], int(slide)
-        self.algorithm = algorithm or choose_algorithm(self.monoid.compiled_for(np.dtype(np.float64)), False)
+        self.algorithm = algorithm or choose_algorithm(compiled_spec(self.monoid, np.float64), False)
         self._engine = CountWindows(int(rows), int(slide), self.monoid,
                                     _algorithm(self.algorithm, self.monoid, options),
                                     _compiled_spec(self.monoid, compiled))
