@@ -1,9 +1,9 @@
 """Compile winagg's commonest kernels into numba's disk cache before their first call.
 
 A kernel is compiled once per machine, Python and numba version, then loaded by
-every later process (a load takes a fraction of a second; compiling FiBA's or a
-Window's kernel takes tens of seconds). The package build runs this over the
-built package (``setup.py``), so ``pip install .`` installs the kernels beside
+every later process (a load reads the machine code back, where compiling FiBA's
+or a Window's kernel runs it through numba and LLVM). The package build runs this
+over the built package (``setup.py``), so ``pip install .`` installs the kernels beside
 their sources, and ``winagg warm`` runs it in any environment.
 
 Why a cache made at build time stays valid: numba files a kernel under its

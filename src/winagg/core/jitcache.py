@@ -104,11 +104,10 @@ class _PlainArgumentsDispatcher(CPUDispatcher):
     """A dispatcher that compiles one specialisation for the types of its arguments, not one per
     constant: called from compiled code as ``f(bufs, x, True)`` and ``f(bufs, x, False)``, or with a
     loop counter starting at the literal 0, numba compiled a copy for each literal (FiBA's
-    ``walk_down`` ten times, the out-of-order driver's loop twice): a quarter of the first
-    compile of a ``winagg.Window`` (51.3 s then, 37.5 s now). Inlined into its callers (most
-    of winagg's per-item functions are), the one copy still sees the constants. Where a
-    function only types with a literal (a tuple indexed by an argument), that literal's copy
-    is compiled as before.
+    ``walk_down`` ten times, the out-of-order driver's loop twice), a large share of the first
+    compile of a ``winagg.Window``. Inlined into its callers (most of winagg's per-item
+    functions are), the one copy still sees the constants. Where a function only types with a
+    literal (a tuple indexed by an argument), that literal's copy is compiled as before.
     """
 
     def get_call_template(self, args, kws):

@@ -190,16 +190,16 @@ def compiled_ops(spec) -> Ops:
     """Ops that compile the algorithm with numba for a built-in aggregation's description."""
     layout = spec.layout
     # numba cannot prune the reference counting of the buffers in a function that loops and is
-    # inlined into a kernel: every call then pays atomic increments and decrements (FlatFIT's
-    # query ran 19M rows/s inlined, 67-98M rows/s out of line without them; Two-Stacks Lite
-    # 25 -> 65M rows/s). Such functions are compiled apart with numba's runtime off, which is
-    # safe while nothing in them allocates: true for scalar and tuple partials, not for vector
-    # partials (Bloom filters), whose combine allocates and keeps the ordinary call.
+    # inlined into a kernel: every call then pays atomic increments and decrements, more than
+    # the work of a small query or evict. Such functions are compiled apart with numba's
+    # runtime off, which is safe while nothing in them allocates: true for scalar and tuple
+    # partials, not for vector partials (Bloom filters), whose combine allocates and keeps the
+    # ordinary call.
     # jit_flat goes further for per-item operations that branch into loops and rare calls:
     # numba's pruning also gives up when an inlined function calls another one (the call's
     # error exit keeps the references), while a body inlined by LLVM from a function compiled
-    # without the runtime carries no reference counting at all, and no call either (AMTA's
-    # insert/evict/query round at window 4096: 52M rows/s as calls, 129M rows/s flat).
+    # without the runtime carries no reference counting at all, and no call either (a call
+    # per operation costs more than a small round's work).
     vector = isinstance(spec.identity, np.ndarray)
     return Ops(spec.combine, spec.identity, layout.alloc, layout.load, layout.store, spec.inverse,
                _njit_inline, _njit_call, _njit_call if vector else _njit_without_refcounts,
@@ -290,5 +290,5 @@ def build_evict_many(funcs: Funcs, ops: Ops):
         return st
 
     # A call, not inlined: a second inlined copy of a large evict (FiBA's) beside the driver's
-    # own halved FiBA's speed as a row window, where this loop never even runs.
+    # own slows FiBA's row window, where this loop never even runs.
     return ops.jit_call(evict_many)

@@ -337,8 +337,8 @@ def _valid_counts_kernel(x, starts, width, out):
         return
     # Time windows: out[i] first holds the valid values of rows 0..i; then, from the last row
     # back, the count before the window's first row is taken off (the rows below i still hold
-    # theirs). A running count advanced its first row in a loop whose length varies from row
-    # to row: 74.7 ms over 10 M rows with exponential gaps and 1% NaN, against 14.9-15.7 ms.
+    # theirs). A running count advances its first row in a loop whose length varies from row
+    # to row, a branch the processor cannot predict; these two passes have none.
     valid = 0
     for i in range(n):
         valid += 1 if x[i] == x[i] else 0
@@ -501,8 +501,8 @@ def _build_moments_kernel(rows):
                     extreme += not (abs(v) < np.inf)
             else:
                 # the partials each window takes from the segment before, gathered first: the merge
-                # then runs over contiguous arrays and numba vectorises its divisions (a merge that
-                # read them by index took 121 ms over 10 M rows where the row windows' took 50)
+                # then runs over contiguous arrays and numba vectorises its divisions, which a merge
+                # that reads them by index prevents)
                 before = np.uint64(c_prev)
                 for k in range(m):
                     a = np.uint64(starts[base + k]) - before

@@ -33,9 +33,8 @@ class Driver(NamedTuple):
     #: ``init(capacity) -> state``: an empty window
     init: Callable
     #: ``new_out(size)``: the array ``drive`` writes its answers into, allocated by the caller
-    #: with numpy. A large one then gets numpy's huge-page hint: answering 30 million rows
-    #: cost about 58,000 page faults (0.14 s) in an array allocated inside the loop's
-    #: function, about 1,000 in numpy's.
+    #: with numpy. A large one then gets numpy's huge-page hint: an array allocated inside the
+    #: loop's function is faulted in one small page at a time.
     new_out: Callable
     #: cycle counts (or sizes) a step of a timed run records: three for a timed bulk build
     counts_per_step: int = 1
@@ -54,13 +53,12 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     (the window's size, when ``want_counts``) are written where the step answers
     and left unset elsewhere. Room for the whole plan is made before the loop, in
     its own function: where a buffer may be reassigned (a grow) in the loop's
-    function, numba keeps reference counts and reloads it on every row (FiBA ran
-    at half speed; the range kernel was 6x slower with a grow in its loop).
+    function, numba keeps reference counts and reloads it on every row.
 
     ``dense`` builds the loop for plans whose every step inserts and answers (``inserts``
     and ``emits`` empty, no counts), as :func:`row_plan` and :func:`time_plan` make: numba
-    prunes the general branch, and the tightest loops (a sum by subtract-on-evict, 1.2 ns a
-    row) lose the 5-20% its tests cost.
+    prunes the general branch, and the tightest loops (a sum by subtract-on-evict) lose its
+    tests, a large part of their work per row.
 
     ``clock`` = ``(read_cycles, cycles_after)`` (:mod:`winagg.bench.cycles`) builds the timed
     loop of the latency experiments: with ``want_counts``, ``counts[k]`` of an answering step is
@@ -77,8 +75,8 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     inserts more than one, else one by one. A timed bulk build writes three cycle counts per
     step, its evictions' in ``counts[k]``, its inserts' in ``counts[n + k]`` and its answer's in
     ``counts[2n + k]`` (0 for a step that does not answer), n the plan's steps; a step that
-    inserts nothing is stamped only at its start and after its answer (the stamps cost about
-    40 ns each), so its evictions count with its answer.
+    inserts nothing is stamped only at its start and after its answer (each stamp costs cycles
+    of its own), so its evictions count with its answer.
 
     ``resize`` builds the loop that grows a full window and halves one less than a quarter full
     (above :data:`SMALLEST_ROOM`) as it goes, instead of making room for the whole plan first:
@@ -87,8 +85,9 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
     reassigns a buffer.
 
     The loop is ``drive`` itself, called from Python by :func:`run`, which makes the counts and
-    the staging buffer: inlined into a compiled wrapper that made them, six builds took 18-21 s
-    to compile instead of 15-18 (30.8 M Python calls against 18.9 M), minutes of the suite.
+    the staging buffer: inlined into a compiled wrapper that made them, every build compiles
+    longer (numba types the loop once more, through many more Python calls), which adds up
+    across the suite.
     """
     insert, evict, query, grow = funcs.insert, funcs.evict, funcs.query, funcs.grow
     range_query = getattr(funcs, "range_query", None)
@@ -122,8 +121,8 @@ def build_driver(funcs, evict_many, lift: Callable, lower: Callable, new_out: Ca
         rows_only = evicts.shape[0] == 0
         every_insert = inserts.shape[0] == 0
         every_emit = emits.shape[0] == 0
-        # Only a resizing build resumes mid-plan. From a constant 0 the loop ran 7-13% faster than from
-        # first_step (same process, interleaved; Two-Stacks Lite's sum 286 against 252 M rows/s).
+        # Only a resizing build resumes mid-plan: from a constant 0 numba knows the loop's start
+        # and compiles a tighter loop than from first_step.
         for k in range(first_step if RESIZE else 0, n):
             if RESIZE:
                 room, live = capacity(st), size(st) + needs(inserts, k)
@@ -227,7 +226,7 @@ def planned_position(positions, k):
 
 #: ``position(positions, k)`` for aggregations that ignore positions (False) and read them
 #: (True). Chosen when the driver is built, not by a branch in its loop: a per-row choice
-#: between k and positions[k] halved FiBA's speed as a row window, even for a sum.
+#: between k and positions[k] costs a branch on every row of the tightest loops.
 POSITIONS = {False: jitcache.njit(_step_number, inline="always"),
              True: jitcache.njit(planned_position, inline="always")}
 
@@ -272,9 +271,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
     """The loop over an out-of-order algorithm's functions ``f`` (FiBA's ``TreeFuncs``).
 
     ``per_row`` builds the loop for plans of one item per step (``adds`` and ``evicts``
-    empty): numba prunes the general branch, whose conditional insert alone made the whole
-    loop 1.5x slower. Each operation has one call site in a built loop: FiBA's operations are
-    inlined into it, and a second copy of one (insert_at, query) also cost 1.5-2x.
+    empty): numba prunes the general branch, whose conditional insert alone slows the whole
+    loop. Each operation has one call site in a built loop: FiBA's operations are inlined
+    into it, and a second inlined copy of one (insert_at, query) slows it as much.
 
     ``few = (few_evicts, few_adds)``, an argument of ``drive``: a step evicts up to ``few_evicts``
     entries at or below its horizon one by one before it turns to one bulk evict, and inserts
@@ -307,7 +306,7 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
         """Steps k, k + 1, ... until the plan ends or the pool lacks room for a step's inserts:
         ``(k, cursor, st)`` of the first step not run. ``b`` is never reassigned here: where a
         loop's function reassigns a buffer (a grow), numba keeps reference counts and reloads it
-        on every step, which halved the per-row loop's speed."""
+        on every step."""
         n = horizons.shape[0]
         row_ranges = answers.shape[0] == 0
         few_evicts, few_adds = few
@@ -322,10 +321,9 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
             # horizon, the first few_evicts of those one by one from the oldest end and the rest in
             # one bulk evict. In a stream in time order one or two leave per step; the single evict is
             # inlined into this loop, while FiBA compiles its bulk evict out of line (apart), so the
-            # call alone cost more than the eviction (11.8 -> 13.9 M rounds/s on vs_reference_ooo's
-            # rounds at d = 0). The same lines stand before the inserts (EVICT_FIRST) and after them,
-            # one copy pruned in each build: as one inlined helper function they made the per-row
-            # loop 15-20% slower on geomean (vs_reference_ooo, d = 0 to 64).
+            # call alone costs more than the eviction. The same lines stand before the inserts
+            # (EVICT_FIRST) and after them, one copy pruned in each build: as one inlined helper
+            # function they slowed the per-row loop (winagg bench reference_ooo).
             if EVICT_FIRST:
                 done = 0
                 while entries(st) > 0 and (done < forced or oldest(b) <= horizons[k]):
@@ -411,7 +409,7 @@ def build_out_of_order_driver(f, lift, lower, new_out, alloc, store, position, j
             b, st = reserve(b, st, 1 if PER_ROW else adds[k])  # doubles the pool: rare
 
     # drive runs uncompiled around the compiled loop (it loops again only when the pool grows):
-    # compiled, it took the tree's code through LLVM a second time, about a quarter of the build.
+    # compiled, it took the tree's code through LLVM a second time, a large share of the build.
     return Driver(drive, jit(make_room), f.init, new_out)
 
 

@@ -136,8 +136,8 @@ def _kth(tree, k, top):
 # ------------------------------------------------------------------ windows sliding forward
 def _sliding(keys, rows, starts, is_rank, param, code, out):
     """Rows in chunks of ``chunk``; chunk c's windows lie in the ``width`` keys ending where the
-    chunk ends. numpy sorts a batch of those segments (its vectorised sort is several times
-    faster than a compiled one), the compiled loop runs their rows."""
+    chunk ends. numpy sorts a batch of those segments (its sort is vectorised, a compiled one
+    is not), the compiled loop runs their rows."""
     n = keys.shape[0]
     longest = min(rows, n) if rows else int(np.max(np.arange(1, n + 1) - starts))
     chunk = max(CHUNK_WINDOWS * longest, MIN_CHUNK)

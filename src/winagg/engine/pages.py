@@ -19,9 +19,8 @@ from contextlib import contextmanager
 import numpy as np
 
 #: Arrays smaller than this are left to fault in as the loop writes them. From here up numpy
-#: backs an array with 2 MiB pages, and its faults cost from about half a millisecond (memory
-#: the process freed a moment ago) to several (memory the host took back), against a tenth of
-#: a millisecond to start and join a thread.
+#: backs an array with 2 MiB pages, and faulting them in (memory the process freed a moment
+#: ago, or memory the host took back) costs more than starting and joining a thread.
 POPULATE_BYTES = 4 << 20
 _MADV_POPULATE_WRITE = 23
 _madvise = None  # the C function once loaded; False where it is missing or refused

@@ -129,9 +129,8 @@ FEW = 4
 
 
 #: A step's items up to this many are inserted one by one, more in one bulk insert. FiBA's bulk
-#: insert allocates its scratch for every batch: at 1,024 entries from the youngest end a batch
-#: of two cost about 1 us an item (bench/vs_reference_ooo.py --experiment bulk_evict_insert),
-#: single inserts were faster up to about 16 items a batch and slower at 64.
+#: insert allocates its scratch for every batch, which costs more than a few single inserts
+#: and less than many (``winagg bench reference_ooo --ooo-driver bulk_evict_insert``).
 FEW_ADDS = 8
 
 

@@ -56,9 +56,8 @@ def compiled_batches(spec, time_type: str) -> "Batches":
     ("int64" or "float64") times, built once per process.
 
     The plan is made by a compiled function that knows no aggregation and the driver's compiled
-    loop runs it; :meth:`Batches.run` itself is Python, a few microseconds a batch: compiled
-    around them, it took FiBA's code through LLVM once more (a Window's first batch compiled
-    41.5 s instead of about 31).
+    loop runs it; :meth:`Batches.run` itself is Python, a small cost per batch: compiled around
+    them, it took FiBA's code through LLVM once more and lengthened a Window's first compile.
     """
     key = ("batches", spec.key, time_type)
     if key not in _KERNELS:

@@ -75,11 +75,10 @@ def hot_path_jit(ops):
     """The decorator for the MTA's per-item operations under ``ops`` (see the comment)."""
     # numba's reference-count pruning gives up on functions with loops and calls like
     # insert's carry and evict's stack refill: inlined by numba into a kernel loop, they paid
-    # atomic increments and decrements of both buffers on every row (amta ran at half
-    # two_stacks' speed, lmta at ~3M rows/s); as calls of their own (ops.jit_loop) they paid
-    # a call with the whole state through memory, twice per row. ops.jit_flat compiles them
-    # without the runtime and lets LLVM inline them: neither cost. Vector partials allocate
-    # in combine and stay inlined by numba; Python mode is unchanged.
+    # atomic increments and decrements of both buffers on every row; as calls of their own
+    # (ops.jit_loop) they paid a call with the whole state through memory, twice per row.
+    # ops.jit_flat compiles them without the runtime and lets LLVM inline them: neither cost.
+    # Vector partials allocate in combine and stay inlined by numba; Python mode is unchanged.
     return ops.jit_flat
 
 

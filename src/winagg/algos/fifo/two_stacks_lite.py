@@ -54,9 +54,8 @@ def build(ops):
 
     # evict holds the flip loop: inlined by numba into a kernel, the loop stops numba from
     # pruning the buffer's reference counting, which then costs two atomic operations on every
-    # evict; as a call of its own (ops.jit_loop) it cost the call, most of the round at window
-    # 4096 (sum: 11.4 ns per round). Compiled without the runtime and inlined by LLVM
-    # (ops.jit_flat) it costs neither: 6-8 ns.
+    # evict; as a call of its own (ops.jit_loop) it costs the call, more than the round's own
+    # work. Compiled without the runtime and inlined by LLVM (ops.jit_flat) it costs neither.
     if ops.combine_into is not None:
         return _build_in_place(ops)
     return Funcs(jit(init), jit(insert), flat_unless_vector(ops)(evict), jit(query), jit(grow))

@@ -63,8 +63,7 @@ def make_folds(build: TreeBuild, made):
             store(parts, slot, combine(a, b))
     else:
         # The running fold of a row partial is the slot of its row: an int, where a row (an array
-        # view) handed from step to step had its reference counted at every step (FiBA's Bloom
-        # round ran 10% slower).
+        # view) handed from step to step has its reference counted at every step.
         def start(parts, slot):
             into(load(parts, slot), identity, identity)
             return slot

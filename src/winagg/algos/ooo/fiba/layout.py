@@ -190,10 +190,9 @@ class TreeBuild(NamedTuple):
     #: passes rows counts their references), by LLVM otherwise (``ops.jit_flat``).
     inline: Callable
     #: Every index into the buffers goes through ``at``: unsigned when compiled, so numba does
-    #: not test it for a negative value (the in-order round at window 4096 ran 1.75x faster,
-    #: from about 0.8x to 1.4x of the C++ reference). Every loop over a node's entries or
-    #: children calls ``scalar`` first: LLVM vectorised them, and the setup cost more than the
-    #: few items they touch (the round ran about 1.3x slower).
+    #: not test it for a negative value (a branch on every buffer access in the tree's loops).
+    #: Every loop over a node's entries or children calls ``scalar`` first: LLVM vectorised
+    #: them, and the setup costs more than the few items they touch.
     at: Callable
     scalar: Callable
     prefetch: Callable
@@ -229,9 +228,10 @@ def tree_build(ops, mu: int, finger: bool, times: str = "float64") -> TreeBuild:
             # also keeps compiling each function once instead of once per call site
             flat = apart = ops.jit_call
         else:
-            # Reference counting cost ~30 ns per buffer access in the tree's branchy loops, and
-            # each call passes the three buffers as 21 words; with scalar partials nothing here
-            # allocates, so the tree runs without the runtime and mostly without calls.
+            # Reference counting costs atomic operations on every buffer access in the tree's
+            # branchy loops, and each call passes the three buffers as 21 words; with scalar
+            # partials nothing here allocates, so the tree runs without the runtime and mostly
+            # without calls.
             flat = ops.jit_flat
             apart = never_inlined
     line_parts = 1
