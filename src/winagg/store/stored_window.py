@@ -126,7 +126,7 @@ class StoredWindow(Aggregator):
                   monoid.inverse, _no_jit, _no_jit)
         super().__init__(info(algorithm), monoid, ops=ops, virtual=True)
         self.levels.meta = self._bufs[1]
-        self.levels.aligned = algorithm == "amta"
+        self.levels.aligned = _MODULES[algorithm].ALIGNED_LEVELS
         self.levels.time_lo = first(self._state)
         store.claim(self)
 

@@ -48,6 +48,9 @@ from .mta_tree import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, S
                        hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
 
+#: Whether the levels of a tree laid out for a key-value store (``virtual``) are aligned: level l's oldest index is the oldest item's >> l.
+ALIGNED_LEVELS = True
+
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert and evict O(1) amortized (O(log n) worst case), query O(1), "
                  "bulk evict of any size O(log n)",

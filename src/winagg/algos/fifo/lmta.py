@@ -16,6 +16,9 @@ from typing import Callable, NamedTuple
 
 from .mta_tree import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit, ring_size_for
 
+#: Whether the levels of a tree laid out for a key-value store (``virtual``) are aligned: each level keeps its own range of indices.
+ALIGNED_LEVELS = False
+
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(log n), query O(1), evict or bulk evict of any size O(log n)",
             space="about 2n partials (n items plus n internal nodes)", paper="001",
