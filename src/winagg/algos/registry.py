@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from typing import Any, List, Tuple
 
@@ -52,7 +53,7 @@ class AlgorithmInfo:
 
     def load(self):
         """The module that implements the algorithm (it defines ``build(ops, **options)``)."""
-        return importlib.import_module(f"winagg.{self.module}")
+        return importlib.import_module(self.module)
 
 
 #: Listing order: the papers' order, then anything else alphabetically.
@@ -93,12 +94,28 @@ def _discover() -> dict:
                 continue
             mod = importlib.import_module(f"winagg.{package}.{module.name}")
             if hasattr(mod, "INFO") and hasattr(mod, "build"):
-                found[module.name] = _register(module.name, f"{package}.{module.name}", mod)
+                found[module.name] = _register(module.name, mod.__name__, mod)
     rank = {name: i for i, name in enumerate(_PREFERRED)}
     return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
 
 _ALGORITHMS = _discover()
+
+
+def register(module) -> AlgorithmInfo:
+    """Add the algorithm that ``module`` (a module with ``INFO`` and ``build(ops, **options)``, as the
+    modules of ``winagg.algos.fifo`` and ``winagg.algos.ooo`` are) defines, under the last part of
+    its name, and return its entry. Every path that takes an algorithm by name (``winagg.make``,
+    ``rolling(..., algorithm=)``, ``Window``, Spark's frames) then runs it. TypeError names an
+    algorithm whose functions do not fit its ``INFO``; ValueError a name already taken.
+    """
+    name = module.__name__.rpartition(".")[2]
+    if name in _ALGORITHMS:
+        raise ValueError(f"an algorithm named {name!r} exists already: {_ALGORITHMS[name].module}")
+    entry = _register(name, module.__name__, module)
+    sys.modules.setdefault(module.__name__, module)  # AlgorithmInfo.load finds it by name
+    _ALGORITHMS[name] = entry
+    return entry
 
 
 def algorithms() -> List[AlgorithmInfo]:

@@ -95,7 +95,10 @@ def njit(fn=None, **options):
     named = _copy_of(fn)
     named.__qualname__ = f"{fn.__qualname__}_{digest[:16]}"
     dispatcher = nb.njit(**options)(named)
-    dispatcher._cache = _StableClosureCache(named)
+    try:
+        dispatcher._cache = _StableClosureCache(named)
+    except RuntimeError:
+        pass  # no file to cache beside (code run by exec, as a notebook's): compiled in each process
     dispatcher.__class__ = _PlainArgumentsDispatcher
     return dispatcher
 
