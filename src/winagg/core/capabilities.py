@@ -66,9 +66,17 @@ class TimeWindow(Protocol):
 @runtime_checkable
 class Updates(Protocol):
     """``write(bufs, st, position, partial) -> st``: an item is replaced (updated) or, with the
-    identity, removed, anywhere in the window."""
+    identity, removed, anywhere in the window; ``write_many(bufs, st, positions, partials, count)
+    -> st`` does several such writes at once. The holes removals leave are tidied with
+    ``compact(bufs, st, alive) -> st`` (the live items moved together), ``shrink(bufs, st) ->
+    (bufs, st)`` (half the room) and ``drop_youngest(st) -> st`` (a hole at the young end
+    forgotten)."""
 
     write: Callable
+    write_many: Callable
+    compact: Callable
+    shrink: Callable
+    drop_youngest: Callable
 
 
 @runtime_checkable

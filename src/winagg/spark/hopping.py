@@ -35,6 +35,7 @@ from .. import aggregations
 from ..algos.registry import out_of_order
 from ..windows.aggregator import make
 from ..core.errors import InvalidTimeError
+from ..core.state import limit, size
 from ..times import check_number, duration_ns, is_duration, timestamp
 from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
 from ..engine import kernels
@@ -98,7 +99,7 @@ class _CompiledTree:
 
         state = dict(self.__dict__)
         state.pop("spec")
-        if self.bufs is not None and self.st[0] > 2 * self.st[2] + 64:
+        if self.bufs is not None and limit(self.st) > 2 * size(self.st) + 64:
             state["bufs"], state["st"] = compact_kernel(self.spec, "int64")(self.bufs, self.st, self.entry_times)
         return state
 

@@ -73,8 +73,7 @@ class Holes:
             del dead[:leading]
             agg._times.drop(leading)
         while dead and dead[-1] == end(agg._state) - 1:
-            mask, oldest, stop = agg._state[:3]  # FlatFAT's state: (mask, first, end), nothing else
-            agg._state = (mask, oldest, stop - 1)  # its leaf already holds the identity
+            agg._state = agg._funcs.drop_youngest(agg._state)  # its slot already holds the identity
             dead.pop()
             agg._times.pop()
 

@@ -45,7 +45,9 @@ class FlatFatFuncs(NamedTuple):
     partials, count)`` does ``count`` such writes as one level-by-level update;
     ``shrink(bufs, st)`` halves the capacity (the window must fit in half);
     ``compact(bufs, st, alive)`` moves the live items (``alive[i]`` for
-    position ``first + i``) together at the front of the window.
+    position ``first + i``) together at the front of the window;
+    ``drop_youngest(st)`` forgets the youngest position, whose leaf holds the identity
+    (a removed item at the young end).
     """
 
     init: object
@@ -60,6 +62,7 @@ class FlatFatFuncs(NamedTuple):
     write_many: object
     shrink: object
     compact: object
+    drop_youngest: object
 
 
 def build(ops):
@@ -347,9 +350,13 @@ def build(ops):
         rebuild(buf, cap)
         return (mask, first, to)
 
+    def drop_youngest(st):
+        mask, first, end = st
+        return (mask, first, end - 1)
+
     # The entry points that loop run as calls of their own (ops.jit_loop): without reference
     # counting for scalar and tuple partials, with it for vector ones, whose row views need it.
     looping = ops.jit_loop
     return FlatFatFuncs(jit(init), looping(insert), looping(evict), looping(query), jit(grow), looping(bulk_evict),
                         looping(range_query), looping(bulk_insert), looping(write), ops.jit_call(write_many),
-                        jit(shrink), ops.jit_call(compact))
+                        jit(shrink), ops.jit_call(compact), drop_youngest)
