@@ -58,6 +58,7 @@ import numpy as np
 
 from ..core import jitcache
 from .pieces import in_pieces, segment_end as _time_segment_end
+from .plans import window_starts
 
 #: Compiled keys handled here (see ``Aggregation.compiled_for(dtype).key``).
 
@@ -135,47 +136,6 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
 
 
 NO_STARTS = np.empty(0, np.int64)
-
-
-def window_starts(times, span, n: int):
-    """``(starts, widest)``: ``starts[i]`` is the first row j with ``times[j] > times[i] - span``
-    (sorted times) and ``widest`` the most rows in one window; None if the times are unsorted."""
-    t = np.asarray(times)
-    if t.ndim != 1 or t.shape[0] != n:
-        raise ValueError(f"times must be one-dimensional with {n} rows, got shape {t.shape}")
-    if t.dtype not in (np.int64, np.float64):
-        return None
-    if span is None or isinstance(span, str) or not span > 0:
-        raise ValueError(f"span must be a positive number in the times' unit, got {span!r}")
-    starts = np.empty(n, np.int64)
-    if n == 0:
-        return starts, 1
-    if t.dtype == np.int64:
-        # integer times: (t - w, t] holds the same integers as (t - ceil(w), t], computed exactly
-        span = int(math.ceil(span)) if span < 2**63 else 2**63
-        if int(t.min()) - span < -2**63:
-            return None  # t - span would wrap; the caller shifts such times first
-        widest = _starts_kernel(t, np.int64(span), starts)
-    else:
-        widest = _starts_kernel(t, float(span), starts)
-    return None if widest < 0 else (starts, widest)
-
-
-@nb.njit(cache=True)
-def _starts_kernel(t, span, starts):
-    """Fill ``starts`` in one forward pass (both ends of a window only move forward);
-    return the most rows in one window, or -1 at the first row older than the row before."""
-    first = 0
-    widest = 1
-    for i in range(t.shape[0]):
-        if i > 0 and t[i] < t[i - 1]:
-            return -1
-        horizon = t[i] - span
-        while t[first] <= horizon:
-            first += 1
-        starts[i] = first
-        widest = max(widest, i - first + 1)
-    return widest
 
 
 def _scratch(rows: int, widest: int, dtype=np.float64) -> np.ndarray:

@@ -16,6 +16,7 @@ An in-order plan has three steps per input row:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba as nb
@@ -70,27 +71,55 @@ def row_plan(n: int, window: int) -> Plan:
 
 
 def time_plan(times: np.ndarray, span) -> Plan:
-    """Row k's window is the rows j <= k with ``times[k] - span < times[j]`` (sorted times)."""
-    evicts, room = _time_evictions(times, times.dtype.type(span))
-    return Plan(evicts, _NONE_B, _NONE_B, _NONE_I, 0, max(int(room), 1))
+    """Row k's window is the rows j <= k with ``times[k] - span < times[j]`` (sorted times whose
+    windows stay inside int64: :mod:`winagg.times` shifts those that would leave it)."""
+    bounds = window_starts(times, span, times.shape[0])
+    if bounds is None:
+        raise ValueError("time_plan needs sorted int64 or float64 times whose windows stay inside int64")
+    starts, widest = bounds
+    evicts = np.diff(starts, prepend=np.int64(0))  # the rows whose window ended before row k's
+    return Plan(evicts, _NONE_B, _NONE_B, _NONE_I, 0, max(int(widest), 1))
+
+
+def window_starts(times, span, n: int):
+    """``(starts, widest)``: ``starts[i]`` is the first row j with ``times[j] > times[i] - span``
+    (sorted times) and ``widest`` the most rows in one window; None if the times are unsorted."""
+    t = np.asarray(times)
+    if t.ndim != 1 or t.shape[0] != n:
+        raise ValueError(f"times must be one-dimensional with {n} rows, got shape {t.shape}")
+    if t.dtype not in (np.int64, np.float64):
+        return None
+    if span is None or isinstance(span, str) or not span > 0:
+        raise ValueError(f"span must be a positive number in the times' unit, got {span!r}")
+    starts = np.empty(n, np.int64)
+    if n == 0:
+        return starts, 1
+    if t.dtype == np.int64:
+        # integer times: (t - w, t] holds the same integers as (t - ceil(w), t], computed exactly
+        span = int(math.ceil(span)) if span < 2**63 else 2**63
+        if int(t.min()) - span < -2**63:
+            return None  # t - span would wrap; the caller shifts such times first
+        widest = _starts_kernel(t, np.int64(span), starts)
+    else:
+        widest = _starts_kernel(t, float(span), starts)
+    return None if widest < 0 else (starts, widest)
 
 
 @nb.njit(cache=True)
-def _time_evictions(times, span):
-    # One pass with two pointers: a binary search per row (np.searchsorted) took as long as
-    # the aggregation itself.
-    n = times.shape[0]
-    evicts = np.zeros(n, np.int64)
-    oldest, room = 0, 0
-    for k in range(n):
-        horizon = times[k] - span
-        expired = oldest
-        while expired < k and times[expired] <= horizon:  # row k leaves only after its step
-            expired += 1
-        evicts[k] = expired - oldest
-        oldest = expired
-        room = max(room, k + 1 - oldest)
-    return evicts, room
+def _starts_kernel(t, span, starts):
+    """Fill ``starts`` in one forward pass (both ends of a window only move forward);
+    return the most rows in one window, or -1 at the first row older than the row before."""
+    first = 0
+    widest = 1
+    for i in range(t.shape[0]):
+        if i > 0 and t[i] < t[i - 1]:
+            return -1
+        horizon = t[i] - span
+        while t[first] <= horizon:
+            first += 1
+        starts[i] = first
+        widest = max(widest, i - first + 1)
+    return widest
 
 
 #: Operation codes of :func:`script_plan`.

@@ -14,7 +14,7 @@ from ..times import read_times
 from ..values import describe_non_number, largest_magnitude, numeric_values, object_array, to_array
 from ..engine.kernels import (compiled_driver, compiled_out_of_order_driver, compiled_spec, python_driver,
                               python_out_of_order_driver)
-from ..engine.plans import rolling_plan, row_plan, time_plan
+from ..engine.plans import rolling_plan, row_plan, time_plan, window_starts
 from ..engine.loops import run, run_out_of_order
 from ..algos.registry import check_monoid_fits, choose_algorithm, info, out_of_order
 from ..aggregations.sketches import item_keys
@@ -374,11 +374,11 @@ def _row_starts(n, rows, timed):
 
 
 def _window_starts(timed):
-    """First row of each row's time window (times sorted): rows j with t[j] > t[i] - w."""
+    """First row of each row's time window (times sorted, shifted into int64's range)."""
     if isinstance(timed, keyed.Bounds):
         return timed.starts
     t, w = timed
-    return np.searchsorted(t, t - w, side="right")
+    return window_starts(t, w, t.shape[0])[0]
 
 
 
