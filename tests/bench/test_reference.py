@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
 MAKEFILE = "benchmark_driver:\n\tmkdir -p bin\n\t$(CXX) -O1 src/benchmark_driver.cc -o bin/benchmark_driver\n"
 
 
-def _stand_in_sources(folder):
+def stand_in_sources(folder):
     (folder / "src").mkdir(parents=True)
     (folder / "Makefile").write_text(MAKEFILE)
     (folder / "src" / "benchmark_core.h").write_text("// the stand-in needs no core\n")
@@ -62,7 +62,7 @@ def test_an_algorithm_the_reference_lacks_is_refused(tmp_path):
 
 def test_the_build_folder_follows_the_sources(tmp_path, monkeypatch):
     monkeypatch.setenv(reference_build.CACHE_VARIABLE, str(tmp_path / "cache"))
-    sources = _stand_in_sources(tmp_path / "cpp")
+    sources = stand_in_sources(tmp_path / "cpp")
     before = reference_build.cache_folder(sources)
     (sources / "src" / "benchmark_core.h").write_text("// edited\n")
     after = reference_build.cache_folder(sources)
@@ -102,7 +102,7 @@ def test_a_cell_gives_the_rounds_a_second_of_each_side(tmp_path, monkeypatch):
     if shutil.which("g++") is None or shutil.which("make") is None:
         pytest.skip("building the reference's driver needs g++ and make")
     monkeypatch.setenv(reference_build.CACHE_VARIABLE, str(tmp_path / "cache"))
-    sources = _stand_in_sources(tmp_path / "cpp")
+    sources = stand_in_sources(tmp_path / "cpp")
     options = ["--reference-src", sources, "--windows", 64, "--algorithms", "daba_lite", "--aggs", "max",
                "--scale", 0.0001, "--repeat", 2]
     assert _bench(tmp_path, *options) == 0

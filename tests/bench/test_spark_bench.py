@@ -35,7 +35,7 @@ def test_spark_bench_quick_times_every_method_and_records_equality(spark, tmp_pa
     assert tuple(reader.fieldnames) == spark_bench.COLUMNS
     points = {(r["frame"], r["window"], r["aggregation"], r["method"]) for r in rows}
     assert points == {(frame, window, "max", method) for frame, window in (("rows", "10"), ("range", "50"))
-                      for method in spark_bench.METHODS} | {("none", "0", "none", "pass_through")}
+                      for method in spark_bench.METHODS} | {("none", "0", "none", floor) for floor in spark_bench.FLOORS}
     assert all(is_measurement(r["seconds"]) and r["repeats"] == "1" and r["rows"] == "20000" and r["keys"] == "16"
                for r in rows)
     mine = [r for r in rows if r["method"] == "winagg"]

@@ -60,7 +60,8 @@ def add_arguments(group) -> None:
     """The options only this experiment takes (it also reads --repeat of ``throughput``)."""
     group.add_argument("--reference-src", metavar="PATH",
                        help=f"the cpp/ folder of a checkout of {build.SOURCE_URL} (its Makefile and src/); "
-                            f"drivers are built once into ${build.CACHE_VARIABLE} (default ~/.cache/winagg-reference)")
+                            f"its drivers are built once under ${build.CACHE_VARIABLE}, by default "
+                            "~/.cache/winagg-reference")
     group.add_argument("--windows", type=int, nargs="+", metavar="N",
                        help="window sizes n in items (default 4096 4194304)")
     group.add_argument("--scale", type=float, metavar="X",

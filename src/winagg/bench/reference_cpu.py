@@ -74,7 +74,13 @@ def measure(binary: Path, window: int, algorithm: str, agg: str, short: int, rou
                      - winagg_cpu_seconds(values[: window + short], window, agg, algorithm)) / (rounds - short))
     reference, winagg = statistics.median(theirs), statistics.median(ours)
     return dict(repeats=repeat, reference_ns_round=round(reference * 1e9, 2), winagg_ns_round=round(winagg * 1e9, 2),
-                ratio=round(reference / winagg, 3), ratio_of_minima=round(min(theirs) / min(ours), 3))
+                ratio=_ratio(reference, winagg), ratio_of_minima=_ratio(min(theirs), min(ours)))
+
+
+def _ratio(reference: float, winagg: float):
+    """reference / winagg, or empty where winagg's difference of two runs came out at 0 or below
+    (too few rounds for the CPU clock)."""
+    return round(reference / winagg, 3) if winagg > 0 else ""
 
 
 def _settings(args) -> dict:

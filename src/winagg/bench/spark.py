@@ -24,19 +24,28 @@ Spark's ``noop`` format, so every row is computed and nothing is stored):
 * ``native_segment_tree``: the same with ``spark.sql.window.segmentTree.enabled=true``;
 * ``pass_through`` (once, not per window): the same repartition + sort +
   mapInArrow as winagg, with a function that yields the batches unchanged: the
-  floor of any mapInArrow method.
+  floor of any mapInArrow method;
+* ``shuffle_sort`` (once, beside the pass-through): the same repartition + sort
+  without Python, the part of every method's time that Spark's window functions
+  share (the pass-through less this is the cost of moving the rows through Python).
 
-A point's ``seconds`` are the median wall-clock time of ``--repeat`` actions
-(the work runs in the JVM and in Python worker processes); ``cpu_seconds`` the
-median CPU time of all of them (this process and its descendants, which in
-local mode are the whole of Spark), less sensitive to other work on a shared
-machine. A point stops repeating once its runs add up to ``--budget`` seconds
-(Spark's default frame at 10,000 rows takes minutes); the CSV says how many
-ran. Every method is run once on a small DataFrame first (JVM code paths,
-Python workers, numba kernels), except with ``--quick``. Every winagg
-column is checked against the native column (the segment-tree run; both
-native settings compute the same function) by an aggregate of the differences
-over all rows: ``equal`` in the CSV, and the run fails if any point differs.
+The methods of a point run interleaved, round by round (each method once per
+round, ``--repeat`` rounds), so that a change of the machine's load falls on all
+of them alike; the two floors likewise. A point's ``seconds`` are the median
+wall-clock time of its actions (the work runs in the JVM and in Python worker
+processes); ``cpu_seconds`` the median CPU time of all of them (this process and
+its descendants, which in local mode are the whole of Spark), less sensitive to
+other work on a shared machine. A method stops repeating once its runs add up to
+``--budget`` seconds (Spark's default frame at 10,000 rows takes minutes); the
+CSV says how many ran. Every method is run once on a small DataFrame first (JVM
+code paths, Python workers, numba kernels), except with ``--quick``; and each
+timed run of a Python method follows an untimed one of it on that small
+DataFrame, because Spark ends a Python worker left idle for a minute (as one is
+during a slow native run) and a new worker imports winagg and loads its kernels
+again: the timings are of warm workers, as Spark's are of a warm JVM. Every winagg
+column is checked against the native column (the segment-tree run; both native
+settings compute the same function) by an aggregate of the differences over all
+rows: ``equal`` in the CSV, and the run fails if any point differs.
 """
 
 from __future__ import annotations
@@ -57,6 +66,11 @@ DEFAULTS = dict(aggs=("max", "sum"), rounds=0, budget=200.0, out="results/spark"
                 spark_partitions=8, spark_conf=(), spark_methods=METHODS)
 QUICK = dict(repeat=1, spark_rows=20_000, spark_windows=(10, 100), spark_range_rows=100, spark_partitions=2)
 PASS_THROUGH = "pass_through"
+SHUFFLE_SORT = "shuffle_sort"
+#: The floors, timed once: every mapInArrow method's, and the part Spark's window functions share.
+FLOORS = (PASS_THROUGH, SHUFFLE_SORT)
+#: The methods that run in Python workers (kept warm before each timed run).
+PYTHON_METHODS = ("winagg", PASS_THROUGH)
 #: Spark's switch between its default moving frame and the segment tree (since Spark 4.2; off by default; it
 #: serves frames of partitions of at least spark.sql.window.segmentTree.minPartitionRows = 64 rows).
 SEGMENT_TREE = "spark.sql.window.segmentTree.enabled"
@@ -202,14 +216,20 @@ def _unchanged(batches):
     yield from batches
 
 
+def _shuffle_sort(df, partitions: int):
+    return df.repartition(partitions, "key").sortWithinPartitions("key", "t")
+
+
 def _pass_through(df, partitions: int):
-    return df.repartition(partitions, "key").sortWithinPartitions("key", "t").mapInArrow(_unchanged, df.schema)
+    return _shuffle_sort(df, partitions).mapInArrow(_unchanged, df.schema)
 
 
 def method_frame(spark, df, method: str, frame: str, window: int, agg: str, partitions: int):
     """The DataFrame of ``method`` at this point, with Spark's segment-tree switch set for it."""
     if method == PASS_THROUGH:
         return _pass_through(df, partitions)
+    if method == SHUFFLE_SORT:
+        return _shuffle_sort(df, partitions)
     if method == "winagg":
         return _winagg(df, frame, window, agg, partitions)
     spark.conf.set(SEGMENT_TREE, "true" if method == "native_segment_tree" else "false")
@@ -254,11 +274,18 @@ def _force(frame) -> tuple:
     return time.perf_counter() - began, _process_tree_cpu() - cpu
 
 
-def timed(make_frame, repeat: int, budget: float) -> list:
-    """``(wall, cpu)`` seconds of up to ``repeat`` actions, fewer once their wall time adds up to ``budget`` (> 0)."""
-    runs = []
-    while len(runs) < repeat and not (budget > 0 and sum(wall for wall, _ in runs) >= budget):
-        runs.append(_force(make_frame()))
+def interleaved(makers: dict, repeat: int, budget: float, before=None) -> dict:
+    """``{method: [(wall, cpu), ...]}``: ``repeat`` rounds, each running every method of ``makers``
+    (``method -> make_frame``) once in turn; a method's runs stop once their wall time adds up to
+    ``budget`` (> 0). ``before(method)``, if given, runs untimed before each timed run."""
+    runs = {method: [] for method in makers}
+    for _ in range(repeat):
+        for method, make_frame in makers.items():
+            if budget > 0 and sum(wall for wall, _ in runs[method]) >= budget:
+                continue
+            if before is not None:
+                before(method)
+            runs[method].append(_force(make_frame()))
     return runs
 
 
@@ -285,15 +312,27 @@ def points(cfg) -> list:
     return out
 
 
-def _warm_up(spark, cfg, plan):
-    """Every method once on a small DataFrame: JVM code paths, Python workers, numba kernels."""
-    small = make_data(spark, min(cfg["spark_rows"], 200 * cfg["spark_keys"]), cfg["spark_keys"])
-    _force(_pass_through(small, cfg["spark_partitions"]))
+def _small_data(spark, cfg):
+    return make_data(spark, min(cfg["spark_rows"], 200 * cfg["spark_keys"]), cfg["spark_keys"])
+
+
+def _warm_up(spark, cfg, plan, small):
+    """Every method once on the small DataFrame: JVM code paths, Python workers, numba kernels."""
+    for method in FLOORS:
+        _force(method_frame(spark, small, method, "rows", 10, "max", cfg["spark_partitions"]))
     for frame in sorted({f for f, _ in plan}):
         for agg in cfg["aggs"]:
             for method in cfg["spark_methods"]:
                 _force(method_frame(spark, small, method, frame, 10, agg, cfg["spark_partitions"]))
-    small.unpersist()
+
+
+def _warm_workers(cfg, spark, small, frame: str, agg: str):
+    """``before`` of :func:`interleaved`: a Python method once on the small DataFrame, untimed
+    (None with ``--quick``, a smoke test)."""
+    def before(method):
+        if method in PYTHON_METHODS:
+            _force(method_frame(spark, small, method, frame, 10, agg, cfg["spark_partitions"]))
+    return None if cfg["quick"] else before
 
 
 def _row(cfg, frame, window, agg, method, runs, extra):
@@ -338,7 +377,7 @@ def run(args) -> int:
     common.write_csv(out / "spark.csv", table, COLUMNS)
     from .plots import spark_png
 
-    spark_png(table, cfg["aggs"], [f"{frame} {window:,}" if frame == "rows" else f"range ~{window:,}"
+    spark_png([r for r in table if r["method"] != SHUFFLE_SORT], cfg["aggs"], [f"{frame} {window:,}" if frame == "rows" else f"range ~{window:,}"
                                    for frame, window in plan], out / "spark.png")
     _report(table, out)
     unequal = [r for r in table if r.get("equal") is False]
@@ -350,42 +389,49 @@ def run(args) -> int:
 
 def _measure(spark, cfg, plan, extra) -> list:
     parts, repeat, budget = cfg["spark_partitions"], cfg["repeat"], cfg["budget"]
-    with common.progress(2 + len(plan) * len(cfg["aggs"]) * len(cfg["spark_methods"]), NAME) as bar:
+    with common.progress(2 + len(plan) * len(cfg["aggs"]), NAME) as bar:
         bar.set_postfix_str("data and warm-up")
         df = make_data(spark, cfg["spark_rows"], cfg["spark_keys"])
-        if not cfg["quick"]:  # the quick DataFrame is as small as the warm-up's
-            _warm_up(spark, cfg, plan)
+        small = df if cfg["quick"] else _small_data(spark, cfg)  # the quick DataFrame is as small as this
+        if not cfg["quick"]:
+            _warm_up(spark, cfg, plan, small)
         bar.update(1)
-        bar.set_postfix_str(PASS_THROUGH)
-        runs = timed(lambda: _pass_through(df, parts), repeat, budget)
-        table = [_row(cfg, "none", 0, "none", PASS_THROUGH, runs, extra)]
+        bar.set_postfix_str("floors")
+        makers = {method: (lambda m=method: method_frame(spark, df, m, "rows", 0, "none", parts)) for method in FLOORS}
+        runs = interleaved(makers, repeat, budget, _warm_workers(cfg, spark, small, "rows", "max"))
+        table = [_row(cfg, "none", 0, "none", method, runs[method], extra) for method in FLOORS]
         bar.update(1)
         for frame, window in plan:
             for agg in cfg["aggs"]:
+                bar.set_postfix_str(f"{frame} {window} {agg}")
+                makers = {method: (lambda m=method: method_frame(spark, df, m, frame, window, agg, parts))
+                          for method in cfg["spark_methods"]}
+                runs = interleaved(makers, repeat, budget, _warm_workers(cfg, spark, small, frame, agg))
                 for method in cfg["spark_methods"]:
-                    bar.set_postfix_str(f"{frame} {window} {agg} {method}")
-                    runs = timed(lambda: method_frame(spark, df, method, frame, window, agg, parts), repeat, budget)
-                    row = _row(cfg, frame, window, agg, method, runs, extra)
+                    row = _row(cfg, frame, window, agg, method, runs[method], extra)
                     if method == "winagg":
                         row["equal"], _, worst = check_equal(spark, df, frame, window, agg, parts)
                         if not row["equal"]:
                             print(f"NOT EQUAL: {frame} {window} {agg}: largest difference {worst}")
                     table.append(row)
-                    bar.update(1)
+                bar.update(1)
+        if small is not df:
+            small.unpersist()
         df.unpersist()
     return table
 
 
 def _report(table, out: Path) -> None:
-    floor = next(r for r in table if r["method"] == PASS_THROUGH)
+    floor, shared = (next(r for r in table if r["method"] == method) for method in FLOORS)
     print(f"pass-through (repartition + sort + mapInArrow, batches unchanged): {floor['seconds']:.2f} s "
-          f"({floor['cpu_seconds']:.2f} s CPU)")
+          f"({floor['cpu_seconds']:.2f} s CPU); repartition + sort alone: {shared['seconds']:.2f} s "
+          f"({shared['cpu_seconds']:.2f} s CPU)")
     print("seconds: wall-clock median (CPU seconds of the Spark processes); speed-up: Spark wall / winagg wall")
     print(f"{'frame':6s} {'window':>7s} {'agg':4s} " + " ".join(f"{m:>20s}" for m in METHODS)
           + f" {'x default':>9s} {'x segtree':>9s} equal")
     points = {}
     for r in table:
-        if r["method"] != PASS_THROUGH:
+        if r["method"] not in FLOORS:
             points.setdefault((r["frame"], r["window"], r["aggregation"]), {})[r["method"]] = r
     for (frame, window, agg), by in points.items():
         mine = by.get("winagg", {})

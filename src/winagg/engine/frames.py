@@ -111,6 +111,7 @@ class RangeFrames:
     """
 
     owner: np.ndarray  # of the last plan: owner[k] is the row that answers for row k
+    alone: bool  # of the last plan: every row answers for itself
 
     def __init__(self, span, time_dtype):
         self.time_type = np.dtype(time_dtype).type
@@ -130,6 +131,7 @@ class RangeFrames:
         evicts, emits, self.owner, positions, self.head, self.tail, self.seen, room = _range_frame_plan(
             valid, reset, group_start, times.astype(self.time_type, copy=False), self.span,
             self.held, self.head, self.tail, self.seen)
+        self.alone = bool(emits.all())  # every row its own group (distinct order values): nothing to spread
         return Plan(evicts, valid, emits, positions, 0, max(int(room), 1))
 
     def __getstate__(self):
@@ -139,11 +141,14 @@ class RangeFrames:
         state["held"] = self.held[self.head:self.tail].copy()
         state["head"], state["tail"] = 0, self.tail - self.head
         state.pop("owner", None)
+        state.pop("alone", None)
         return state
 
     def spread(self, values):
         """``values`` of the last plan's steps with each group's answer (given at the group's
         last row) copied to every row of the group."""
+        if self.alone:
+            return values
         if isinstance(values, np.ndarray):
             return values[self.owner]
         return [values[j] for j in self.owner]

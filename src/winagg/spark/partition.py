@@ -72,10 +72,20 @@ def _numeric_values(column: pa.Array) -> Optional[np.ndarray]:
     """int64 or float64 values with nulls as 0, or None for a non-numeric column."""
     kind = column.type
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        return pc.fill_null(column.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        return _numpy_as(column, pa.int64())
     if pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        return pc.fill_null(column.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        return _numpy_as(column, pa.float64())
     return None
+
+
+def _numpy_as(column: pa.Array, kind: pa.DataType) -> np.ndarray:
+    """``column`` cast to ``kind`` as numpy, nulls as 0. A column of that type without nulls (what
+    Spark's batches mostly hold) is viewed, not copied: no cast or fill kernel runs."""
+    if column.type != kind:
+        column = column.cast(kind)
+    if column.null_count:
+        column = pc.fill_null(column, pa.scalar(0, kind))
+    return column.to_numpy(zero_copy_only=False)
 
 
 def key_values(column: pa.Array) -> np.ndarray:
@@ -98,12 +108,8 @@ def order_values(column: pa.Array, name: str) -> np.ndarray:
     if pa.types.is_timestamp(kind):
         return timestamp_nanos(column, name)
     if pa.types.is_date(kind):
-        column = column.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
-    elif pa.types.is_integer(kind):
-        column = column.cast(pa.int64())
-    else:
-        column = column.cast(pa.float64())
-    return pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+        return _numpy_as(column.cast(pa.date32()).cast(pa.int32()), pa.int64())
+    return _numpy_as(column, pa.int64() if pa.types.is_integer(kind) else pa.float64())
 
 
 def timestamp_nanos(column: pa.Array, name: str) -> np.ndarray:
@@ -405,9 +411,11 @@ class PartitionRun:
         group_start = new_key | changes(order, None if previous is None else previous.column(spec.order))
         # Rows with a null order value are one group of their own, before the others: a
         # fresh window starts at the first non-null row after them.
+        after_null = previous is not None and previous.column(spec.order).null_count > 0
+        if not (order.null_count or after_null):
+            return reset, group_start
         nulls = order.is_null().to_numpy(zero_copy_only=False)
-        was_null = np.concatenate(([previous is not None and previous.column(spec.order)[0].is_valid is False],
-                                   nulls[:-1]))
+        was_null = np.concatenate(([after_null], nulls[:-1]))
         reset[(reset == 0) & was_null & ~nulls] = WINDOW_STARTS
         return reset, group_start
 
@@ -470,6 +478,10 @@ def _present(column: pa.Array) -> np.ndarray:
     NaN is a missing value everywhere in winagg (``rolling``, the aggregators, ``Window``), as
     in pandas; Spark's own sum and avg would propagate it, winagg's windows skip it as null.
     """
+    if column.null_count == 0:  # numpy on the values themselves, without Arrow's boolean kernels
+        if pa.types.is_floating(column.type):
+            return ~np.isnan(column.to_numpy(zero_copy_only=False))
+        return np.ones(len(column), np.bool_)
     valid = column.is_valid()
     if pa.types.is_floating(column.type):
         valid = pc.and_(valid, pc.invert(pc.fill_null(pc.is_nan(column), True)))
@@ -585,11 +597,12 @@ def to_arrow(out, counts, output: Output, input_type) -> pa.Array:
         mask = (counts == 0) if null_when_empty else np.zeros(len(out), np.bool_)
         if out.dtype.kind == "f":
             mask = mask | np.isnan(out)
-        if mask.any():
+        hidden = bool(mask.any())
+        if hidden:
             out = np.where(mask, np.zeros(1, out.dtype), out)  # hide identities like +inf
         if out.dtype.kind == "f" and pa.types.is_int64(output.arrow_type):
             out = _float_longs(out)
-        array = pa.array(out, mask=mask)
+        array = pa.array(out, mask=mask if hidden else None)  # no validity bitmap when every row has an answer
         return array if array.type == output.arrow_type else array.cast(output.arrow_type)
     results = [None if (null_when_empty and count == 0) or (isinstance(r, float) and math.isnan(r)) else r
                for r, count in zip(out, counts)]
