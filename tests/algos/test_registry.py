@@ -3,6 +3,7 @@
 import math
 import operator
 
+import numpy as np
 import pytest
 
 import winagg
@@ -102,3 +103,25 @@ def test_the_out_of_order_default_is_the_registered_algorithm_that_takes_any_ord
     chosen = out_of_order()
     assert chosen.order == "any" and chosen.name == "fiba"
     assert [a.name for a in algorithms() if a.order == "any"][0] == chosen.name
+
+
+def test_an_algorithm_defined_outside_the_package_is_registered_and_runs_in_rolling_and_make(monkeypatch):
+    import types
+
+    from winagg.algos import registry
+
+    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))  # the table as it was, after
+    twin = types.ModuleType("outside.recalc_twin")
+    twin.INFO = dict(registry.info("recalc").load().INFO)
+    twin.build = registry.info("recalc").load().build
+    entry = registry.register(twin)
+    assert entry.name == "recalc_twin" and winagg.algorithms()[-1] is entry
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0])
+    want = [max(x[max(0, k - 1):k + 1]) for k in range(len(x))]
+    assert winagg.rolling(x, 2, "max", algorithm="recalc_twin").tolist() == want
+    agg = winagg.make("recalc_twin", "sum")
+    agg.insert(2.0)
+    agg.insert(5.0)
+    assert agg.query() == 7.0
+    with pytest.raises(ValueError, match="recalc_twin"):
+        registry.register(twin)

@@ -204,3 +204,34 @@ def rolling_plan(times: np.ndarray, span) -> OutOfOrderPlan:
     later_min = np.minimum.accumulate(times[::-1])[::-1]
     return OutOfOrderPlan(_NONE_I, _NONE_I, later_min - span, _NONE_I, _NONE_I, _NONE_I, _NONE_I,
                           times.dtype.type(span))
+
+
+def count_plan(n: int, rows: int, held: int, since_answer: int, slide: int, first_position: int) -> Plan:
+    """A batch of ``n`` events on a window of the last ``rows`` events that holds ``held`` now
+    and answered ``since_answer`` events ago: every event enters, the oldest leaves once
+    ``rows`` are held, every ``slide``-th event answers, and so does the batch's last
+    (the latest answer). Positions count events from ``first_position`` on."""
+    step = np.arange(n, dtype=np.int64)
+    evicts = (held + step >= rows).astype(np.int64)  # full before this event enters
+    emits = (since_answer + step + 1) % slide == 0
+    emits[-1] = True
+    return Plan(evicts, _NONE_B, emits, first_position + step, 0, rows)
+
+
+def batch_steps(m, lows, highs, horizon, lowest):
+    """The plan's arrays ``(adds, evicts, horizons, answers, lows, highs)`` for a batch of ``m`` items
+    and the open-below ranges ``(lows[j], highs[j]]``; ``lowest`` evicts nothing."""
+    ranges = lows.shape[0]
+    steps = ranges + 1
+    adds = np.zeros(steps, np.int64)
+    adds[0] = m
+    evicts = np.zeros(steps, np.int64)
+    horizons = np.full(steps, lowest)
+    horizons[ranges] = horizon
+    answers = np.full(steps, RANGE, np.int64)
+    answers[ranges] = NO_ANSWER
+    step_lows = np.full(steps, lowest)
+    step_highs = np.full(steps, lowest)
+    step_lows[:ranges] = lows
+    step_highs[:ranges] = highs
+    return adds, evicts, horizons, answers, step_lows, step_highs

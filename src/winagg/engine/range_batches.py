@@ -18,32 +18,13 @@ import numpy as np
 
 from ..core import jitcache
 from ..core.state import PYTHON
-from .plans import just_below, NO_ANSWER, OutOfOrderPlan, RANGE
+from .plans import OutOfOrderPlan, batch_steps, just_below
 from .kernels import compiled_out_of_order_driver, out_of_order_funcs, python_out_of_order_driver
 from .loops import run_out_of_order
 
 #: The out-of-order pool is cut back to a fresh tree once it is empty and larger than this.
 _FRESH_CAPACITY = 16
 _KEEP_CAPACITY = 64
-
-
-def batch_steps(m, lows, highs, horizon, lowest):
-    """The plan's arrays ``(adds, evicts, horizons, answers, lows, highs)`` for a batch of ``m`` items
-    and the open-below ranges ``(lows[j], highs[j]]``; ``lowest`` evicts nothing."""
-    ranges = lows.shape[0]
-    steps = ranges + 1
-    adds = np.zeros(steps, np.int64)
-    adds[0] = m
-    evicts = np.zeros(steps, np.int64)
-    horizons = np.full(steps, lowest)
-    horizons[ranges] = horizon
-    answers = np.full(steps, RANGE, np.int64)
-    answers[ranges] = NO_ANSWER
-    step_lows = np.full(steps, lowest)
-    step_highs = np.full(steps, lowest)
-    step_lows[:ranges] = lows
-    step_highs[:ranges] = highs
-    return adds, evicts, horizons, answers, step_lows, step_highs
 
 
 _compiled_steps = jitcache.njit(batch_steps)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.plans import Plan
+from ..engine.plans import count_plan
 from ..engine.kernels import compiled_driver, python_driver
 from ..engine.loops import run
 from ..values import float_values, item_array
@@ -51,12 +51,9 @@ class CountWindows:
             return []
         values = float_values(values) if self.spec is not None else item_array(values)
         step = np.arange(n, dtype=np.int64)
-        evicts = (self.held + step >= self.rows).astype(np.int64)  # full before this event enters
         due = (self.since_result + step + 1) % self.slide == 0
-        emits = due.copy()
-        emits[-1] = True  # the latest answer, kept for flush()
-        plan = Plan(evicts, np.empty(0, np.bool_), emits, self.events_seen + step, 0, self.rows)
-        out = self._drive(values, plan)
+        plan = count_plan(n, self.rows, self.held, self.since_result, self.slide, self.events_seen)
+        out = self._drive(values, plan)  # the batch's last answer is kept for flush()
         ends = self.events_seen + step + 1
         counts = np.minimum(self.held + step + 1, self.rows)
         results = [WindowResult(int(end - count), int(end), plain(out[k]), int(count))

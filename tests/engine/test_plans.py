@@ -1,0 +1,51 @@
+"""Plans against brute force: window starts, time plans and count plans."""
+
+import numpy as np
+import pytest
+
+from winagg.engine.plans import count_plan, time_plan, window_starts
+
+
+def _starts_by_search(times, span):
+    return np.array([next(j for j in range(len(times)) if times[j] > t - span) for t in times], np.int64)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_window_starts_are_the_first_rows_inside_each_window(dtype):
+    rng = np.random.default_rng(7)
+    times = np.sort(rng.integers(-50, 50, 300)).astype(dtype)
+    for span in (1, 3, 7.5, 1000):
+        starts, widest = window_starts(times, span, len(times))
+        want = _starts_by_search(times, np.ceil(span) if dtype == np.int64 else span)
+        assert starts.tolist() == want.tolist(), span
+        assert widest == int(np.max(np.arange(1, len(times) + 1) - want))
+
+
+def test_window_starts_refuse_unsorted_times_and_windows_past_int64():
+    assert window_starts(np.array([3, 1, 2], np.int64), 2, 3) is None
+    assert window_starts(np.array([np.iinfo(np.int64).min, 0], np.int64), 5, 2) is None
+    with pytest.raises(ValueError, match="span"):
+        window_starts(np.array([1.0, 2.0]), 0, 2)
+
+
+def test_a_time_plan_evicts_the_rows_whose_window_ended():
+    times = np.array([0, 1, 1, 4, 9, 10], np.int64)
+    plan = time_plan(times, 3)
+    held = []
+    for k, t in enumerate(times):  # replay the plan: evict, insert, then the window is the rows held
+        del held[:plan.evicts[k]]
+        held.append(k)
+        assert held == [j for j in range(k + 1) if times[j] > t - 3]
+    assert plan.room == max(len([j for j in range(k + 1) if times[j] > times[k] - 3]) for k in range(len(times)))
+
+
+def test_a_count_plan_keeps_the_last_rows_and_answers_every_slide():
+    rows, slide, held, since = 4, 3, 2, 1  # a window of the last 4 that holds 2 and answered 1 event ago
+    plan = count_plan(7, rows, held, since, slide, first_position=10)
+    window = list(range(held))
+    for k in range(7):
+        del window[:plan.evicts[k]]
+        window.append(held + k)
+        assert len(window) == min(held + k + 1, rows)
+        assert plan.emits[k] == ((since + k + 1) % slide == 0 or k == 6)
+    assert plan.positions.tolist() == list(range(10, 17)) and plan.room == rows
