@@ -49,3 +49,23 @@ def test_a_count_plan_keeps_the_last_rows_and_answers_every_slide():
         assert len(window) == min(held + k + 1, rows)
         assert plan.emits[k] == ((since + k + 1) % slide == 0 or k == 6)
     assert plan.positions.tolist() == list(range(10, 17)) and plan.room == rows
+
+
+def _last_closed_by_search(size, slide, watermark):
+    k = -10**6
+    while (k + 1) * slide + size <= watermark:
+        k += 1
+    return k
+
+
+def test_the_last_closed_hopping_window_is_the_last_that_ends_by_the_watermark():
+    from winagg.engine.plans import INT_HIGH, INT_LOW, last_closed_window
+
+    for size, slide in ((10, 5), (7, 3), (5, 5), (2.5, 0.5)):
+        for watermark in (-30, -1, 0, 4, 9, 10, 11, 23.75, 100):
+            assert last_closed_window(size, slide, watermark) == _last_closed_by_search(size, slide, watermark)
+    assert last_closed_window(10, 5, float("-inf")) == INT_LOW
+    assert last_closed_window(10, 5, float("inf")) == INT_HIGH == last_closed_window(10, 5, INT_HIGH)
+    # int64 nanoseconds stay exact where a float division would round
+    big = 2**62 + 1
+    assert last_closed_window(3, 2, big) == (big - 3) // 2

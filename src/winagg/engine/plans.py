@@ -22,6 +22,13 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..values import INT64_MAX, INT64_MIN
+
+#: -infinity and +infinity among int64 times and hopping window numbers (event times are kept
+#: strictly between them, with room for every window bound).
+INT_LOW = INT64_MIN
+INT_HIGH = INT64_MAX - 1
+
 
 _NONE_I = np.empty(0, np.int64)
 
@@ -235,3 +242,24 @@ def batch_steps(m, lows, highs, horizon, lowest):
     step_lows[:ranges] = lows
     step_highs[:ranges] = highs
     return adds, evicts, horizons, answers, step_lows, step_highs
+
+
+def last_closed_window(size, slide, watermark) -> int:
+    """The largest k whose hopping window ``[k*slide, k*slide + size)`` ends at or before
+    ``watermark`` (int64 or float times): :data:`INT_HIGH` once every window has closed (an
+    infinite watermark, or one at int64's top), :data:`INT_LOW` before any watermark."""
+    if watermark == math.inf or watermark >= INT_HIGH:
+        return INT_HIGH
+    if watermark == -math.inf:
+        return INT_LOW
+    if all(isinstance(x, (int, np.integer)) for x in (size, slide, watermark)):
+        return (int(watermark) - int(size)) // int(slide)  # exact for int64 times
+    k = (watermark - size) / slide
+    if not INT_LOW < k < INT_HIGH:  # (float times) beyond every window an int64 k numbers
+        return INT_LOW if k <= INT_LOW else INT_HIGH
+    k = math.floor(k)
+    while k * slide + size > watermark:  # guard the float division against rounding
+        k -= 1
+    while (k + 1) * slide + size <= watermark:
+        k += 1
+    return k

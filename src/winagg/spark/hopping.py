@@ -37,7 +37,7 @@ from ..windows.aggregator import make
 from ..core.errors import InvalidTimeError
 from ..core.state import limit, size
 from ..times import check_number, duration_ns, is_duration, timestamp
-from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..engine.plans import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW, last_closed_window
 from ..engine import kernels
 from ..engine.range_batches import compiled_batches
 from .partition import ExactSums, Output, key_values, to_arrow, empty_is_null, exact_answers, exact_sum_input, pieces
@@ -236,15 +236,6 @@ def key_text(names, values) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in zip(names, values))
 
 
-def last_closed(size: int, slide: int, watermark) -> int:
-    """The largest k whose window ``[k*slide, k*slide + size)`` ends at or before the watermark."""
-    if watermark == math.inf or watermark >= _INT_HIGH:
-        return _INT_HIGH
-    if watermark == -math.inf:
-        return _INT_LOW
-    return (int(watermark) - size) // slide
-
-
 class HoppingWindows:
     """The hopping windows of one key: feed rows with :meth:`step`, get the windows that closed.
 
@@ -390,7 +381,7 @@ class HoppingWindows:
         return first * self.slide + self.size
 
     def _last_closed(self, watermark) -> int:
-        return last_closed(self.size, self.slide, watermark)
+        return last_closed_window(self.size, self.slide, watermark)
 
     def _closing(self, watermark) -> np.ndarray:
         """The window numbers k, ascending, that close now and hold a pane with rows.

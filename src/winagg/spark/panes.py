@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..windows.event_time import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW
+from ..engine.plans import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW, last_closed_window
 from ..engine.range_batches import compiled_batches
-from .hopping import (WINDOW_COLUMNS, check_window_ends, float_spec, key_text, last_closed, refuse_rounded_longs,
+from .hopping import (WINDOW_COLUMNS, check_window_ends, float_spec, key_text, refuse_rounded_longs,
                       window_ns, window_text)
 from .partition import ExactSums, Output, to_arrow, exact_answers, exact_sum_input
 
@@ -276,7 +276,7 @@ class PaneWindows:
         return np.cumsum(starts) - 1
 
     def _close(self, watermark):
-        last = last_closed(self.size, self.slide, watermark)
+        last = last_closed_window(self.size, self.slide, watermark)
         if last == _INT_LOW or last < self.next_k or not self.table.num_rows:
             if last != _INT_LOW:
                 self.next_k = max(self.next_k, last + 1)

@@ -25,14 +25,11 @@ from typing import List, NamedTuple, Optional, Tuple
 import numpy as np
 
 from ..core.errors import InvalidTimeError
+from ..engine.plans import INT_HIGH, INT_LOW
 from ..times import (DURATION_HINT, check_number, datetimes_ns, duration_ns, instant_ns, is_duration, same_zoning,
                     time_array, timestamp, timestamps)
 from ..values import INT64_MAX, INT64_MIN
 
-#: -infinity and +infinity among int64 times and window numbers; event times are kept
-#: (by :meth:`EventTimes.check`) strictly between them, with room for every window bound.
-INT_LOW = INT64_MIN
-INT_HIGH = INT64_MAX - 1
 
 
 # ------------------------------------------------------------ size, slide, lateness

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .event_time import INT_HIGH, INT_LOW, EventTimes, as_time_type
+from ..engine.plans import INT_LOW, last_closed_window
+from .event_time import EventTimes, as_time_type
 from ..values import float_values, item_array
 from ..core.state import limit
 from ..core.state import size as entries
@@ -188,7 +189,7 @@ class TimeWindows:
         dtype, slide, size = self.times.dtype, self.slide, self.sizes[which]
         fresh_buckets = np.floor_divide(sorted_times, dtype(slide)).astype(np.int64)
         buckets = np.union1d(self.buckets[which], fresh_buckets)
-        last_closed = self._last_closed_window(size)
+        last_closed = last_closed_window(size, slide, self.watermark)
         reach = -(-size // slide)
         next_k = self.next_k[which]
         first_k = np.maximum(buckets - int(reach) + 1, next_k if next_k is not None else INT_LOW)
@@ -208,23 +209,6 @@ class TimeWindows:
         starts, ends, counts = starts[held], ends[held], counts[held]
         his = ends - 1 if dtype is np.int64 else np.nextafter(ends, -np.inf)
         return starts, ends, counts, his
-
-    def _last_closed_window(self, size) -> int:
-        """The largest k with ``k*slide + size <= watermark`` (INT_LOW before any watermark)."""
-        watermark, slide = self.watermark, self.slide
-        if watermark == -math.inf:
-            return INT_LOW
-        if watermark == math.inf:
-            return INT_HIGH
-        k = (watermark - size) / slide
-        if not INT_LOW < k < INT_HIGH:  # (float times) beyond every window an int64 k numbers
-            return INT_LOW if k <= INT_LOW else INT_HIGH
-        k = math.floor(k)
-        while k * slide + size > watermark:  # guard the float division against rounding
-            k -= 1
-        while (k + 1) * slide + size <= watermark:
-            k += 1
-        return k
 
     # ------------------------------------------------------------ pickling
     def __getstate__(self):
