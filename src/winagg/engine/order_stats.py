@@ -136,54 +136,133 @@ def _kth(tree, k, top):
 # ------------------------------------------------------------------ windows sliding forward
 def _sliding(keys, rows, starts, is_rank, param, code, out):
     """Rows in chunks of ``chunk``; chunk c's windows lie in the ``width`` keys ending where the
-    chunk ends. numpy sorts a batch of those segments (its sort is vectorised, a compiled one
-    is not), the compiled loop runs their rows."""
+    chunk ends (its segment). numpy sorts a batch of segments (its sort is vectorised, a compiled
+    one is not), the compiled loop runs their rows."""
     n = keys.shape[0]
     longest = min(rows, n) if rows else int(np.max(np.arange(1, n + 1) - starts))
     chunk = max(CHUNK_WINDOWS * longest, MIN_CHUNK)
     width = chunk + longest - 1
     chunks = -(-n // chunk)
-    # NaN rows (never counted) and the padding sort as +inf: numpy's vectorised sort leaves
-    # that path for a much slower one when it meets a NaN
-    padded = np.full((width - chunk) + chunks * chunk, np.inf)
-    inside = padded[width - chunk:width - chunk + n]
-    inside[:] = keys
-    inside[np.isnan(inside)] = np.inf
-    segments = np.lib.stride_tricks.sliding_window_view(padded, width)[::chunk]
+    place_bits = max(1, (width - 1).bit_length())
     per_batch = max(1, SORT_BATCH // width)
+    packed = np.empty((min(per_batch, chunks), width), np.uint64)
     for first in range(0, chunks, per_batch):
-        orders = np.argsort(segments[first:first + per_batch], axis=1)
-        _sliding_chunks(keys, padded, rows, starts, first, orders, chunk, is_rank, param, code, out)
+        batch = packed[:min(per_batch, chunks - first)]
+        _pack_segments(keys, first, chunk, place_bits, batch)
+        batch.sort(axis=1)
+        _sliding_chunks(keys, rows, starts, first, batch, place_bits, chunk, is_rank, param, code, out)
 
 
-#: Keys sorted in one numpy call: bounds the memory of the sort orders (8 bytes each).
+#: Keys sorted in one numpy call: bounds the memory of the sort keys (8 bytes each).
 SORT_BATCH = 1 << 22
+
+_SIGN = np.uint64(1 << 63)
+#: The bits of +inf: NaN rows (never counted) and the places before row 0 and after the last row
+#: sort as +inf.
+_INF_BITS = np.float64(np.inf).view(np.uint64)
 
 
 @nb.njit(cache=True)
-def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_rank, param, code, out):
-    """The rows of the chunks from ``first_chunk``, their segments of ``padded`` (the keys after
-    ``width - chunk`` places, NaN as +inf) sorted by ``orders``; row i's window starts at row
+def _pack_segments(keys, first_chunk, chunk, place_bits, packed):
+    """Each segment's keys as one uint64 apiece, in the order of their values: the float's bits
+    made order-preserving, their lowest ``place_bits`` replaced by the key's place in the segment.
+    numpy sorts plain integers several times faster than it argsorts floats; the places lost
+    from the values only tie keys whose values differ in those bits, which the kernel re-sorts
+    (:func:`_sort_close_runs`)."""
+    n = keys.shape[0]
+    bits = keys.view(np.uint64)
+    width = packed.shape[1]
+    high = ~np.uint64((1 << place_bits) - 1)
+    for c in range(packed.shape[0]):
+        base = (first_chunk + c + 1) * chunk - width  # the row at the segment's place 0
+        inside_from = min(max(-base, 0), width)
+        inside_to = max(min(n - base, width), inside_from)
+        for p in range(inside_from):
+            packed[c, p] = (_order_bits(_INF_BITS) & high) | np.uint64(p)
+        for p in range(inside_from, inside_to):  # no branch: the compiler vectorises it
+            word = bits[base + p]
+            word = _INF_BITS if (word & ~_SIGN) > _INF_BITS else word  # NaN
+            packed[c, p] = (_order_bits(word) & high) | np.uint64(p)
+        for p in range(inside_to, width):
+            packed[c, p] = (_order_bits(_INF_BITS) & high) | np.uint64(p)
+
+
+@nb.njit(cache=True, inline="always")
+def _order_bits(word):
+    """A float's bits as an unsigned integer that orders as the float does (-0.0 just below 0.0)."""
+    flip = (np.uint64(0) - (word >> np.uint64(63))) | _SIGN  # negatives: all bits; else the sign
+    return word ^ flip
+
+
+@nb.njit(cache=True)
+def _sort_close_runs(keys, rows_at, ordered, place_bits):
+    """Re-sort by value each run of sorted places whose ``keys`` agree above ``place_bits`` (their
+    values differ only in the bits the places replaced) and whose values are out of order."""
+    size = keys.shape[0]
+    start = 0
+    for p in range(1, size + 1):
+        if p < size and (keys[p] >> np.uint64(place_bits)) == (keys[start] >> np.uint64(place_bits)):
+            continue
+        if p - start > 1 and not _ascending(ordered, start, p):
+            by_value = np.argsort(ordered[start:p], kind="mergesort")
+            run_rows = rows_at[start:p].copy()
+            run_values = ordered[start:p].copy()
+            for q in range(p - start):
+                rows_at[start + q] = run_rows[by_value[q]]
+                ordered[start + q] = run_values[by_value[q]]
+        start = p
+
+
+@nb.njit(cache=True, inline="always")
+def _ascending(ordered, start, end):
+    for p in range(start + 1, end):
+        if ordered[p] < ordered[p - 1]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _unpack(packed, place_mask, keys, base, rows_at, ordered):
+    """Each sorted place's segment row and value (+inf for NaN and the places outside the rows);
+    True when two neighbours' values are out of order (a run :func:`_sort_close_runs` re-sorts)."""
+    n = keys.shape[0]
+    disordered = False
+    previous = -np.inf
+    for p in range(packed.shape[0]):
+        row = np.int64(packed[p] & place_mask)
+        rows_at[p] = row
+        value = np.inf
+        if 0 <= base + row < n and keys[base + row] == keys[base + row]:
+            value = keys[base + row]
+        ordered[p] = value
+        disordered |= value < previous
+        previous = value
+    return disordered
+
+
+@nb.njit(cache=True)
+def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, is_rank, param, code, out):
+    """The rows of the chunks from ``first_chunk``, their segments' places in the order of
+    ``packed`` (sorted :func:`_pack_segments`); row i's window starts at row
     ``max(i - rows + 1, 0)``, or at ``starts[i]`` when ``rows`` is 0."""
     n = keys.shape[0]
-    width = orders.shape[1]
+    width = packed.shape[1]
+    place_mask = np.uint64((1 << place_bits) - 1)
     slot = np.empty(width, np.int64)  # each segment row's place in sorted order
+    rows_at = np.empty(width, np.int64)  # the segment row at each sorted place
     ordered = np.empty(width, np.float64)
     present = np.zeros((width + 63) // 64, np.uint64)  # one bit per sorted place: counted or not
     tree = np.zeros(width + 1, np.int32)
     first_equal = np.empty(width, np.int64)
     after_equal = np.empty(width, np.int64)
-    top = 1
-    while top * 2 <= width:
-        top *= 2
-    for c in range(orders.shape[0]):
+    for c in range(packed.shape[0]):
         first = (first_chunk + c) * chunk
         end = min(n, first + chunk)
         base = first + chunk - width
+        if _unpack(packed[c], place_mask, keys, base, rows_at, ordered):
+            _sort_close_runs(packed[c], rows_at, ordered, place_bits)
         for p in range(width):
-            row = orders[c, p]
-            slot[row] = p
-            ordered[p] = padded[first + row]  # segment c starts at padded[c * chunk]
+            slot[rows_at[p]] = p
         present[:] = 0
         if is_rank:
             tree[:] = 0
@@ -200,8 +279,7 @@ def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_r
                         _add(tree, place, 1)
                     if count == 0:
                         at, at_rank = place, 0
-                    elif place < at:
-                        at_rank += 1
+                    at_rank += place < at  # added, not branched on: below or above is a coin toss
                     count += 1
                 high += 1
             while low < _start(rows, starts, i):
@@ -211,11 +289,8 @@ def _sliding_chunks(keys, padded, rows, starts, first_chunk, orders, chunk, is_r
                     if is_rank:
                         _add(tree, place, -1)
                     count -= 1
-                    if count == 0:
-                        at = -1
-                    elif place < at:
-                        at_rank -= 1
-                    elif place == at:  # its neighbour above takes its rank, else the one below
+                    at_rank -= place < at
+                    if place == at:  # its neighbour above takes its rank, else the one below
                         at = _next_present(present, at)
                         if at >= width:
                             at = _previous_present(present, place)
