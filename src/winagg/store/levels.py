@@ -56,7 +56,7 @@ class CachedLevels:
         self.buffer_size = buffer_size
         self.refill = refill
         self.meta: Optional[list] = None
-        self.aligned = False  # level l's oldest index is time_lo >> l (the algorithm's ALIGNED_LEVELS)
+        self.aligned = False  # level l's oldest index is time_lo >> l (the algorithm's STORED.aligned)
         self.time_lo = 0
         self.stack: Dict[int, object] = {}
         self.dirty: Dict[int, Dict[int, object]] = {}

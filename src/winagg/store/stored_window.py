@@ -15,21 +15,25 @@ from typing import Any, Optional
 from .. import aggregations
 from ..windows.aggregator import Aggregator
 from ..core.errors import StoreCorruptError
-from ..algos.fifo import amta, lmta
-from ..algos.fifo.mta_tree import MAX_LEVELS, META_SIZE, VIRTUAL_SHIFT
+from ..algos.fifo.mta_tree import MAX_LEVELS, META_SIZE, VIRTUAL_SHIFT, height
 from ..core.ops import Ops
-from ..algos.registry import info
+from ..algos.registry import algorithms, info
 from ..core.state import end, first
 from ..windows.time_index import TimeUnit
 from . import metadata
 from .codec import encode
 from .levels import STACK_LEVEL, TIME_LEVEL, CachedLevels
 
-_MODULES = {"amta": amta, "lmta": lmta}
-#: How each algorithm's state tuple splits: this many integers, then partials (amta: mask, first, end,
-#: h, sp, R1; lmta: mask, first, end, h).
-_STATE_INTS = {"amta": 5, "lmta": 4}
-_STATE_PARTIALS = {"amta": 1, "lmta": 0}
+
+
+def _stored_layout(algorithm: str):
+    """The algorithm's layout for a store (its module's ``STORED``: the MTAs lay their levels out
+    for a key-value store); ValueError for an algorithm without one."""
+    layout = getattr(info(algorithm).load(), "STORED", None)
+    if layout is None:
+        stored = [a.name for a in algorithms() if getattr(a.load(), "STORED", None) is not None]
+        raise ValueError(f"a stored window runs {' or '.join(map(repr, stored))}, not {algorithm!r}")
+    return layout
 
 
 def _no_jit(fn):
@@ -112,8 +116,7 @@ class StoredWindow(Aggregator):
 
     def __init__(self, store, aggregation: Any, algorithm: str = "amta",
                  buffer_size: int = 512, refill: Optional[int] = None):
-        if algorithm not in _MODULES:
-            raise ValueError(f"a stored window runs 'amta' or 'lmta', not {algorithm!r}")
+        stored = _stored_layout(algorithm)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
             raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         self.store = store
@@ -126,7 +129,7 @@ class StoredWindow(Aggregator):
                   monoid.inverse, _no_jit, _no_jit)
         super().__init__(info(algorithm), monoid, ops=ops, virtual=True)
         self.levels.meta = self._bufs[1]
-        self.levels.aligned = _MODULES[algorithm].ALIGNED_LEVELS
+        self.levels.aligned = stored.aligned
         self.levels.time_lo = first(self._state)
         store.claim(self)
 
@@ -192,7 +195,7 @@ class StoredWindow(Aggregator):
 
     # ------------------------------------------------------------ persistence
     def _snapshot(self) -> bytes:
-        levels, ints = self.levels, _STATE_INTS[self.algorithm.name]
+        levels, ints = self.levels, _stored_layout(self.algorithm.name).state_ints
         return metadata.dumps(self.algorithm.name, str(self.monoid.name), self._bufs[1], self._state[:ints],
                               self._state[ints:], levels.stack, self._arrivals, self._unit.kind,
                               levels.deleted_lo, levels.written_hi)
@@ -213,13 +216,13 @@ class StoredWindow(Aggregator):
 
     def _check_shape(self, saved, ints, partials) -> None:
         """StoreCorruptError unless the saved fields have the sizes and ranges this algorithm's window has."""
-        name = self.algorithm.name
+        layout = _stored_layout(self.algorithm.name)
         problem = None
         if len(saved["tree"]) != META_SIZE:
             problem = f"its tree has {len(saved['tree'])} fields, not {META_SIZE}"
-        elif (len(ints), len(partials)) != (_STATE_INTS[name], _STATE_PARTIALS[name]):
+        elif (len(ints), len(partials)) != (layout.state_ints, layout.state_partials):
             problem = (f"its state has {len(ints)} integers and {len(partials)} partials, not "
-                       f"{_STATE_INTS[name]} and {_STATE_PARTIALS[name]}")
+                       f"{layout.state_ints} and {layout.state_partials}")
         elif not 0 <= ints[1] <= ints[2] or not 1 <= ints[3] <= MAX_LEVELS:
             problem = f"its state {ints} has no window (0 <= first <= end, 1 <= levels <= {MAX_LEVELS})"
         elif any(slot >> VIRTUAL_SHIFT != STACK_LEVEL for slot in saved["stack"]):
@@ -228,7 +231,7 @@ class StoredWindow(Aggregator):
                  for spans in (saved["deleted_lo"], saved["written_hi"]) for level, index in spans.items()):
             problem = "its stored ranges name a level or index that does not exist"
         if problem is not None:
-            raise StoreCorruptError(f"{self.store!r}: the metadata of its {name} window is damaged: {problem}")
+            raise StoreCorruptError(f"{self.store!r}: the metadata of its {self.algorithm.name} window is damaged: {problem}")
 
     def flush(self) -> None:
         """Write everything buffered and the window's state to the store (one atomic batch).
@@ -236,7 +239,7 @@ class StoredWindow(Aggregator):
         If it raises, the window and its buffers are as they were, and ``flush`` can be called again.
         """
         self.levels.time_lo = first(self._state)
-        self.levels.flush(self._state[3], self._snapshot())  # amta's and lmta's 4th field: their levels
+        self.levels.flush(height(self._state), self._snapshot())
 
     def close(self) -> None:
         """Flush, then close the store (its connection and the window's lock)."""

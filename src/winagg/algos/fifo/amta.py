@@ -45,11 +45,11 @@ besides the block's.
 from types import SimpleNamespace
 
 from .mta_tree import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
-                       hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
+                       StoredLayout, hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
 
-#: Whether the levels of a tree laid out for a key-value store (``virtual``) are aligned: level l's oldest index is the oldest item's >> l.
-ALIGNED_LEVELS = True
+#: A stored window's view of this tree: aligned levels; state (mask, first, end, h, sp, R1).
+STORED = StoredLayout(aligned=True, state_ints=5, state_partials=1)
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert and evict O(1) amortized (O(log n) worst case), query O(1), "

@@ -14,10 +14,10 @@ State: bufs ``(vals, meta)``; st ``(mask, first, end, h)`` with ``h`` levels.
 
 from typing import Callable, NamedTuple
 
-from .mta_tree import BASE, HI, LO, MASK, build_tree, capacity_of, hot_path_jit, ring_size_for
+from .mta_tree import BASE, HI, LO, MASK, StoredLayout, build_tree, capacity_of, hot_path_jit, ring_size_for
 
-#: Whether the levels of a tree laid out for a key-value store (``virtual``) are aligned: each level keeps its own range of indices.
-ALIGNED_LEVELS = False
+#: A stored window's view of this tree: each level keeps its own range; state (mask, first, end, h).
+STORED = StoredLayout(aligned=False, state_ints=4, state_partials=0)
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(log n), query O(1), evict or bulk evict of any size O(log n)",

@@ -156,6 +156,22 @@ def level_count_for(ring):
     return min(levels, MAX_LEVELS)
 
 
+class StoredLayout(NamedTuple):
+    """How a window kept in a key-value store (:mod:`winagg.store`) reads an MTA laid out for it
+    (``build(ops, virtual=True)``): whether its levels are aligned (level l's oldest index is the
+    oldest item's >> l, so their ranges follow from one number), and how its state tuple splits
+    into integers, then partials. The tree's height is the state's fourth integer in both MTAs."""
+
+    aligned: bool
+    state_ints: int
+    state_partials: int
+
+
+def height(st) -> int:
+    """The levels of an MTA's tree, from its state ``(mask, first, end, h, ...)``."""
+    return st[3]
+
+
 class Tree(NamedTuple):
     """The jitted helpers over ``(vals, meta)`` that both MTA algorithms use."""
 
