@@ -71,6 +71,48 @@ def test_range_frames_equal_spark_percentile_with_peers_and_null_times(data, spa
     _assert_equal_to_spark(mine, _spark_percentiles(data, window))
 
 
+def _percentile(values, q):
+    """Spark's percentile of the non-null values: linear between the values around rank q * (n - 1)."""
+    ordered = sorted(v for v in values if v is not None)
+    if not ordered:
+        return None
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@pytest.mark.parametrize("frame", [("rows", 5), ("range", 7)])
+def test_frames_carried_across_small_batches_give_every_row_its_frames_percentile(frame):
+    """Without Spark: a partition's batches of 13 rows, keys and groups of peers running across
+    them, each answer against the percentile of the row's frame by brute force."""
+    from winagg.aggregations import Quantile
+    from winagg.spark.partition import Frame, Output, PartitionWindows
+
+    rng = random.Random(43)
+    rows = []
+    for key in ("a", "b", "c"):
+        times = sorted(rng.randrange(0, 40) for _ in range(rng.randrange(1, 60)))
+        rows += [(key, None) for _ in range(rng.randrange(0, 3))]  # null order values sort first
+        rows += [(key, t) for t in times]
+    rows = [(k, t, None if rng.random() < 0.2 else rng.randrange(-9, 9) / 4) for k, t in rows]
+    table = pa.table({"k": [r[0] for r in rows], "t": pa.array([r[1] for r in rows], pa.int64()),
+                      "x": pa.array([r[2] for r in rows], pa.float64())})
+    kind, size = frame
+    windows = PartitionWindows(["k"], "t", Frame(rows=size) if kind == "rows" else Frame(span=size),
+                               [Output("p", "x", Quantile(0.9), pa.float64())])
+    got = pa.Table.from_batches(list(windows(table.to_batches(max_chunksize=13)))).column("p").to_pylist()
+    for i, (key, time, _) in enumerate(rows):
+        mine = [j for j, r in enumerate(rows) if r[0] == key]
+        if kind == "rows":
+            inside = mine[max(0, mine.index(i) - size + 1):mine.index(i) + 1]
+        elif time is None:
+            inside = [j for j in mine if rows[j][1] is None]
+        else:
+            inside = [j for j in mine if rows[j][1] is not None and time - size <= rows[j][1] <= time]
+        assert got[i] == _percentile([rows[j][2] for j in inside], 0.9), (i, rows[i])
+
+
 def test_quantiles_are_doubles_and_nan_is_skipped_like_null(spark):
     rows = [("a", 1, 4.0), ("a", 2, float("nan")), ("a", 3, None), ("a", 4, 1.0), ("a", 5, float("nan"))]
     df = spark.createDataFrame(rows, "k string, t long, v double")
