@@ -192,3 +192,19 @@ def test_values_apart_only_in_their_lowest_bits():
     for window in (7, 60):
         _check_quantiles(x, window)
         _check_ranks(x, window)
+
+
+def test_threads_give_the_same_bits(monkeypatch):
+    """Runs of chunks on several threads answer as one thread does, to the bit."""
+    from winagg.engine import order_stats
+
+    monkeypatch.setattr(order_stats, "ROWS_PER_THREAD", 16)
+    monkeypatch.setattr(order_stats, "MIN_CHUNK", 8)
+    x = _values(400, seed=31, infinities=True)
+    times = np.sort(np.random.default_rng(6).integers(0, 300, 400))
+    for agg in (Median(), Quantile(0.9, "nearest"), Rank("average", False, True)):
+        for window, at in ((5, None), (40, None), (12, times)):
+            one = order_stats.rolling(x, window, agg, times=at, threads=1)
+            for threads in (2, 3, 7):
+                many = order_stats.rolling(x, window, agg, times=at, threads=threads)
+                np.testing.assert_array_equal(many.view(np.uint64), one.view(np.uint64))

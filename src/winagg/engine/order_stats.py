@@ -35,6 +35,7 @@ from ..aggregations.order_formulas import interpolate, position_of, rank_answer
 from ..aggregations.quantile import INTERPOLATIONS, RANK_METHODS, Quantile, Rank
 from ..times import read_times
 from ..values import float_values
+from .pieces import ROWS_PER_THREAD, on_threads
 
 #: Rows per chunk at least: a shorter chunk would sort its segment too often.
 MIN_CHUNK = 1024
@@ -47,23 +48,25 @@ def handles(monoid) -> bool:
     return isinstance(monoid, (Quantile, Rank))
 
 
-def rolling(values, window, monoid, times=None) -> np.ndarray:
-    """Per-row exact quantile, median or rank of each row's window (see :func:`winagg.rolling`)."""
+def rolling(values, window, monoid, times=None, threads=1) -> np.ndarray:
+    """Per-row exact quantile, median or rank of each row's window (see :func:`winagg.rolling`);
+    windows that slide forward run their chunks on up to ``threads`` threads, same answers."""
     x = float_values(values, "values")
     n = x.shape[0]
     if times is None:
-        return _sliding_answers(x, int(window), _NO_STARTS, monoid)
+        return _sliding_answers(x, int(window), _NO_STARTS, monoid, threads)
     t, w, first_unsorted = read_times(times, window, n)
     if first_unsorted < 0:
-        return _sliding_answers(x, 0, np.searchsorted(t, t - w, side="right").astype(np.int64), monoid)
+        starts = np.searchsorted(t, t - w, side="right").astype(np.int64)
+        return _sliding_answers(x, 0, starts, monoid, threads)
     return _arrival_answers(x, t, w, monoid)
 
 
-def window_answers(values: np.ndarray, starts: np.ndarray, monoid) -> np.ndarray:
+def window_answers(values: np.ndarray, starts: np.ndarray, monoid, threads=1) -> np.ndarray:
     """Each row's exact quantile, median or rank over the rows ``starts[i]`` to ``i`` of the
     float64 ``values`` (NaN never counted), for windows cut anywhere, as per-key frames cut them:
     ``starts`` never decreases and ``starts[i] <= i``."""
-    return _sliding_answers(np.asarray(values, np.float64), 0, np.asarray(starts, np.int64), monoid)
+    return _sliding_answers(np.asarray(values, np.float64), 0, np.asarray(starts, np.int64), monoid, threads)
 
 
 def _codes(monoid):
@@ -77,11 +80,11 @@ def _codes(monoid):
 _NO_STARTS = np.zeros(0, np.int64)
 
 
-def _sliding_answers(x, rows, starts, monoid):
+def _sliding_answers(x, rows, starts, monoid, threads):
     is_rank, param, code, ascending = _codes(monoid)
     out = np.empty(x.shape[0], np.float64)
     if x.shape[0]:
-        _sliding(x if ascending else -x, rows, starts, is_rank, param, code, out)
+        _sliding(x if ascending else -x, rows, starts, is_rank, param, code, out, threads)
     return out
 
 
@@ -134,10 +137,11 @@ def _kth(tree, k, top):
 
 
 # ------------------------------------------------------------------ windows sliding forward
-def _sliding(keys, rows, starts, is_rank, param, code, out):
+def _sliding(keys, rows, starts, is_rank, param, code, out, threads):
     """Rows in chunks of ``chunk``; chunk c's windows lie in the ``width`` keys ending where the
     chunk ends (its segment). numpy sorts a batch of segments (its sort is vectorised, a compiled
-    one is not), the compiled loop runs their rows."""
+    one is not), the compiled loop runs their rows. Chunks share nothing: runs of them go to
+    threads, each with its own sort keys."""
     n = keys.shape[0]
     longest = min(rows, n) if rows else int(np.max(np.arange(1, n + 1) - starts))
     chunk = max(CHUNK_WINDOWS * longest, MIN_CHUNK)
@@ -145,12 +149,17 @@ def _sliding(keys, rows, starts, is_rank, param, code, out):
     chunks = -(-n // chunk)
     place_bits = max(1, (width - 1).bit_length())
     per_batch = max(1, SORT_BATCH // width)
-    packed = np.empty((min(per_batch, chunks), width), np.uint64)
-    for first in range(0, chunks, per_batch):
-        batch = packed[:min(per_batch, chunks - first)]
-        _pack_segments(keys, first, chunk, place_bits, batch)
-        batch.sort(axis=1)
-        _sliding_chunks(keys, rows, starts, first, batch, place_bits, chunk, is_rank, param, code, out)
+
+    def run_chunks(lo, hi):
+        packed = np.empty((min(per_batch, hi - lo), width), np.uint64)
+        for first in range(lo, hi, per_batch):
+            batch = packed[:min(per_batch, hi - first)]
+            _pack_segments(keys, first, chunk, place_bits, batch)
+            batch.sort(axis=1)  # numpy lets go of the GIL while it sorts
+            _sliding_chunks(keys, rows, starts, first, batch, place_bits, chunk, is_rank, param, code, out)
+
+    pieces = max(1, min(threads, n // ROWS_PER_THREAD, chunks))
+    on_threads(run_chunks, chunks, pieces, cuts=[chunks * k // pieces for k in range(pieces + 1)])
 
 
 #: Keys sorted in one numpy call: bounds the memory of the sort keys (8 bytes each).
@@ -162,7 +171,7 @@ _SIGN = np.uint64(1 << 63)
 _INF_BITS = np.float64(np.inf).view(np.uint64)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _pack_segments(keys, first_chunk, chunk, place_bits, packed):
     """Each segment's keys as one uint64 apiece, in the order of their values: the float's bits
     made order-preserving, their lowest ``place_bits`` replaced by the key's place in the segment.
@@ -240,7 +249,7 @@ def _unpack(packed, place_mask, keys, base, rows_at, ordered):
     return disordered
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, is_rank, param, code, out):
     """The rows of the chunks from ``first_chunk``, their segments' places in the order of
     ``packed`` (sorted :func:`_pack_segments`); row i's window starts at row
@@ -267,7 +276,8 @@ def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, 
         if is_rank:
             tree[:] = 0
             _tie_runs(ordered, first_equal, after_equal)
-        count, at, at_rank = 0, -1, 0  # at: the sorted place of the value of rank at_rank
+        # at: the sorted place of the value of rank at_rank; above: the next marked place (width: none)
+        count, at, at_rank, above = 0, -1, 0, width
         low = _start(rows, starts, first)
         high = low  # rows low..high-1 are counted
         for i in range(first, end):
@@ -278,8 +288,9 @@ def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, 
                     if is_rank:
                         _add(tree, place, 1)
                     if count == 0:
-                        at, at_rank = place, 0
+                        at, at_rank, above = place, 0, width
                     at_rank += place < at  # added, not branched on: below or above is a coin toss
+                    above = min(above, place if place > at else width)
                     count += 1
                 high += 1
             while low < _start(rows, starts, i):
@@ -291,10 +302,13 @@ def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, 
                     count -= 1
                     at_rank -= place < at
                     if place == at:  # its neighbour above takes its rank, else the one below
-                        at = _next_present(present, at)
-                        if at >= width:
+                        if above < width:
+                            at, above = above, _next_present(present, above)
+                        else:
                             at = _previous_present(present, place)
                             at_rank -= 1
+                    elif place == above:
+                        above = _next_present(present, place)
                 low += 1
             if is_rank:
                 value = keys[i]
@@ -309,13 +323,13 @@ def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, 
             else:
                 index, fraction = position_of(count, param)
                 while at_rank < index:  # the rank moves by about one row per row: a few steps
-                    at = _next_present(present, at)
+                    at, above = above, _next_present(present, above)
                     at_rank += 1
                 while at_rank > index:
-                    at = _previous_present(present, at)
+                    at, above = _previous_present(present, at), at
                     at_rank -= 1
                 low_value = ordered[at]
-                high_value = ordered[_next_present(present, at)] if fraction != 0.0 else low_value
+                high_value = ordered[above] if fraction != 0.0 else low_value  # a value lies above
                 out[i] = interpolate(low_value, high_value, fraction, index, code)
 
 
