@@ -237,24 +237,7 @@ class Aggregator(ItemUpdates):
         ``total`` defaults to the window's aggregate; see :mod:`winagg.windows.slide_policies`.
         """
         self._needs(SlidePolicyWindow, "window slide policy search")
-        # The policy must be prefix-monotone (if a prefix may go, so may every shorter one), as
-        # every policy of the MTA paper is: the search then tests O(log n) prefixes.
-        if not len(self):
-            return 0
-        funcs, monoid = self._funcs, self.monoid
-        total = self.partial() if total is None else total
-        removed, singles = monoid.identity, 0
-        for _ in range(funcs.single_evictions(self._state)):
-            candidate = monoid.combine(removed, funcs.oldest_partial(self._bufs, self._state))
-            if not wsp(total, candidate):
-                return singles
-            removed = candidate
-            self.evict()
-            singles += 1
-            if not len(self):
-                return singles
-        count = funcs.removable(self._bufs, self._state, total, removed, wsp)
-        return singles + self.evict_oldest(count)
+        return _evict_by_policy(self, wsp, self.partial() if total is None else total)
 
     # ------------------------------------------------------------ reading
     def partial(self):
@@ -358,6 +341,27 @@ class Aggregator(ItemUpdates):
         self._holes = Holes(saved["holes"])
         self._arrivals = saved["arrivals"]
 
+
+
+def _evict_by_policy(agg: Aggregator, wsp, total) -> int:
+    """The search behind :meth:`Aggregator.enforce`. The policy must be prefix-monotone (if a prefix
+    may go, so may every shorter one), as every policy of the MTA paper is: the search then tests
+    O(log n) prefixes, after the single evictions the algorithm tries first."""
+    if not len(agg):
+        return 0
+    funcs, monoid = agg._funcs, agg.monoid
+    removed, singles = monoid.identity, 0
+    for _ in range(funcs.single_evictions(agg._state)):
+        candidate = monoid.combine(removed, funcs.oldest_partial(agg._bufs, agg._state))
+        if not wsp(total, candidate):
+            return singles
+        removed = candidate
+        agg.evict()
+        singles += 1
+        if not len(agg):
+            return singles
+    count = funcs.removable(agg._bufs, agg._state, total, removed, wsp)
+    return singles + agg.evict_oldest(count)
 
 def make(algorithm: str, aggregation: str | Monoid | type, **options: Any) -> Aggregator:
     """A new, empty aggregator running ``algorithm`` over ``aggregation``.
