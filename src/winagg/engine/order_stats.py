@@ -156,7 +156,8 @@ def _sliding(keys, rows, starts, is_rank, param, code, out, threads):
             batch = packed[:min(per_batch, hi - first)]
             _pack_segments(keys, first, chunk, place_bits, batch)
             batch.sort(axis=1)  # numpy lets go of the GIL while it sorts
-            _sliding_chunks(keys, rows, starts, first, batch, place_bits, chunk, is_rank, param, code, out)
+            chunks_kernel = _rank_chunks if is_rank else _quantile_chunks
+            chunks_kernel(keys, rows, starts, first, batch, place_bits, chunk, param, code, out)
 
     pieces = max(1, min(threads, n // ROWS_PER_THREAD, chunks))
     on_threads(run_chunks, chunks, pieces, cuts=[chunks * k // pieces for k in range(pieces + 1)])
@@ -250,6 +251,18 @@ def _unpack(packed, place_mask, keys, base, rows_at, ordered):
 
 
 @nb.njit(cache=True, nogil=True)
+def _quantile_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, param, code, out):
+    """:func:`_sliding_chunks` for a quantile: compiled without the rank's branches and tree."""
+    _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, False, param, code, out)
+
+
+@nb.njit(cache=True, nogil=True)
+def _rank_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, param, code, out):
+    """:func:`_sliding_chunks` for a rank."""
+    _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, True, param, code, out)
+
+
+@nb.njit(cache=True, inline="always")
 def _sliding_chunks(keys, rows, starts, first_chunk, packed, place_bits, chunk, is_rank, param, code, out):
     """The rows of the chunks from ``first_chunk``, their segments' places in the order of
     ``packed`` (sorted :func:`_pack_segments`); row i's window starts at row
