@@ -5,13 +5,15 @@ keeps. Two compiled structures give them per row in logarithmic time:
 
 - **Windows that slide forward** (row windows, sorted times): the rows are taken in
   chunks of at least two of the longest window; numpy sorts each chunk's segment (the
-  chunk and the rows its first window reaches back to), and a bitmap over the segment's
-  sorted places marks the rows in the window. A row enters or leaves by one bit; the k-th
-  smallest is reached by walking from the previous row's answer, which moves by about one
-  rank per row (a step or two, each a find-next-set-bit; a time window whose row count
-  jumps walks as far as it jumps). Rank counts the marks below a
-  place with a Fenwick tree: O(log w) per row. A chunk's structures hold about 3w places, so
-  they stay in cache where a structure over the whole array's ranks would not.
+  chunk and the rows its first window reaches back to) as plain integers, each float's
+  order-preserving bits with the row's place in their lowest bits, and a bitmap over the
+  segment's sorted places marks the rows in the window. A row enters or leaves by one bit;
+  the k-th smallest is reached by walking from the previous row's answer, which moves by
+  about one rank per row (a step or two, each a find-next-set-bit; a time window whose row
+  count jumps walks as far as it jumps), and the next value above it is kept as rows come
+  and go. Rank counts the marks below a place with a Fenwick tree: O(log w) per row. A
+  chunk's structures hold about 3w places, so they stay in cache where a structure over the
+  whole array's ranks would not. Chunks share nothing, so runs of them go to threads.
 - **Unsorted times** ("arrived so far": row i covers the rows j <= i whose time lies in
   ``(t_i - window, t_i]``): the rows in time order form a wavelet matrix over their
   value ranks; each level keeps a Fenwick tree of the rows that have arrived, so the
