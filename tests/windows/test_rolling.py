@@ -411,3 +411,12 @@ def test_an_infinity_that_left_the_window_leaves_no_trace(agg, want, algorithm):
     values = np.array([np.inf, 1.0, 2.0, 3.0, -np.inf, np.inf, 5.0, 6.0])
     got = winagg.rolling(values, 2, agg, algorithm=algorithm)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_rolling_median_on_threads_gives_the_bits_of_one_thread():
+    x = np.random.default_rng(5).normal(size=3 * 2**16)  # three pieces of rows (pieces.ROWS_PER_THREAD)
+    x[::97] = np.nan
+    one = winagg.rolling(x, 300, "median", threads=1)
+    assert np.array_equal(winagg.rolling(x, 300, "median", threads=3), one, equal_nan=True)
+    want = pd.Series(x).rolling(300, min_periods=1).median().to_numpy()
+    np.testing.assert_allclose(one, want, rtol=0, atol=0)

@@ -86,7 +86,8 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
         :class:`~winagg.OutOfOrderError`.
     threads:
         How many threads the whole-array block scans (sum, mean, max, min, var,
-        std) and the columns of a DataFrame may use: None (the default) for
+        std), the exact order statistics over rows and sorted times (median,
+        quantiles, rank) and the columns of a DataFrame may use: None (the default) for
         every core this process may run on, 1 for the calling thread only. The
         results are the same bits whatever the count. The per-item algorithms
         run on one thread.
@@ -114,7 +115,7 @@ def rolling(values: ArrayLike | pd.Series | pd.DataFrame,
     if algorithm is None and order_stats.handles(monoid):  # exact median, quantiles, rank: compiled trees
         if groups is not None:
             return _like_input(values, _key_by_key(array, window, monoid, times, groups))
-        return _like_input(values, order_stats.rolling(array, window, monoid, times))
+        return _like_input(values, order_stats.rolling(array, window, monoid, times, threads))
     numeric = _numbers(array, monoid)
     if numeric is None and monoid.keyed_input:
         numeric = item_keys(array)  # strings and other items, keyed as winagg.make keys them
