@@ -21,7 +21,6 @@ Bloom (its query folds the whole window).
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -160,10 +159,8 @@ def _settings(args) -> dict:
 def run(args) -> int:
     """Run the experiment; write reference.csv into --out."""
     cfg = _settings(args)
-    try:
-        binary = build.driver(build.source_folder(cfg["reference_src"]), "benchmark_driver")
-    except build.ReferenceError as error:
-        print(f"winagg bench {NAME}: {error}", file=sys.stderr)
+    binary = build.driver_or_report(cfg["reference_src"], "benchmark_driver", NAME)
+    if binary is None:
         return 2
     given = ("reference_src", "windows", "algorithms", "aggs", "scale", "rounds", "repeat", "quick", "out")
     extra = mta_common.extra_columns(NAME, cfg, [key for key in given if cfg[key] is not None])

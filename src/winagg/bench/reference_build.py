@@ -95,6 +95,16 @@ def driver(folder: Path, target: str) -> Path:
     return binary
 
 
+def driver_or_report(reference_src: Optional[str], target: str, experiment: str) -> Optional[Path]:
+    """:func:`driver` of the sources at ``reference_src``, or None after printing why there is none
+    (the experiment then exits with status 2)."""
+    try:
+        return driver(source_folder(reference_src), target)
+    except ReferenceError as error:
+        print(f"winagg bench {experiment}: {error}", file=sys.stderr)
+        return None
+
+
 def core_seconds(binary: Path, arguments: Sequence) -> float:
     """Seconds of the timed rounds of one run of ``binary`` with ``arguments``, as the driver reports them."""
     done = subprocess.run([str(binary), *map(str, arguments)], capture_output=True, text=True)

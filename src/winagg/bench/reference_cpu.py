@@ -19,7 +19,6 @@ from __future__ import annotations
 import resource
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -104,10 +103,8 @@ def _settings(args) -> dict:
 def run(args) -> int:
     """Run the experiment; write reference_cpu.csv into --out."""
     cfg = _settings(args)
-    try:
-        binary = build.driver(build.source_folder(cfg["reference_src"]), "benchmark_driver")
-    except build.ReferenceError as error:
-        print(f"winagg bench {NAME}: {error}", file=sys.stderr)
+    binary = build.driver_or_report(cfg["reference_src"], "benchmark_driver", NAME)
+    if binary is None:
         return 2
     extra = mta_common.extra_columns(NAME, cfg, ("reference_src", "windows", "algorithms", "aggs", "rounds",
                                                  "cpu_short_rounds", "repeat", "quick", "out"))

@@ -29,7 +29,6 @@ answer is checked against numpy (:func:`expected`).
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -225,10 +224,8 @@ def run(args) -> int:
     """Run the experiment; write reference_ooo_DRIVER.csv into --out."""
     cfg = _settings(args)
     driver = cfg["ooo_driver"]
-    try:
-        binary = build.driver(build.source_folder(cfg["reference_src"]), TARGETS[driver])
-    except build.ReferenceError as error:
-        print(f"winagg bench {NAME}: {error}", file=sys.stderr)
+    binary = build.driver_or_report(cfg["reference_src"], TARGETS[driver], NAME)
+    if binary is None:
         return 2
     extra = mta_common.extra_columns(NAME, cfg, ("reference_src", "ooo_driver", "window", "ooo_distances",
                                                  "ooo_bulk_sizes", "aggs", "rounds", "repeat", "quick", "out"))
