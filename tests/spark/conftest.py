@@ -31,7 +31,14 @@ def with_tests_on_pythonpath():
 def spark():
     from winagg.spark import session
 
+    from pyspark.sql import SparkSession
+
+    from winagg.spark.session import master_of
+
     with_tests_on_pythonpath()
+    earlier = SparkSession.getActiveSession()
+    if earlier is not None and master_of(earlier) != "local[2]":
+        earlier.stop()  # a session a test started in this process (the pipeline's local[*]): not the tests' own
     spark = session("local[2]", app_name="winagg-tests", conf=TEST_CONF)
     spark.sparkContext.addPyFile(str(ORACLE))
     yield spark

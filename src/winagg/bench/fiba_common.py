@@ -187,7 +187,7 @@ def window_bytes(name: str, agg: str, n: int, max_bulk: int) -> int:
     """Bytes of the buffers a :class:`FilledWindow` allocates (numba zeroes them: all resident)."""
     opts = fiba_options(name)
     if opts is not None:
-        from ..algos.ooo import fiba_layout as layout
+        from ..algos.ooo.fiba import layout
 
         mu = opts["min_arity"]
         nodes = (n + 2 * max_bulk + 16) // (mu - 1) + 2 * layout.MARGIN
