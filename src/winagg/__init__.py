@@ -10,8 +10,8 @@ array([1., 3., 5., 7.])
 
 from . import aggregations
 from .core.errors import (EmptyWindowError, InvalidTimeError, NotInvertibleError, OutOfOrderError,
-                     StoreCorruptError, StoreLockedError, UnknownNameError, UnsupportedOperationError,
-                     WinaggError)
+                          StoreCorruptError, StoreLockedError, UnknownNameError, UnsupportedOperationError,
+                          WinaggError)
 from .core.monoid import Monoid
 from .algos.registry import AlgorithmInfo, algorithms
 from .windows.rolling import rolling

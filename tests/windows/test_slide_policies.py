@@ -10,7 +10,7 @@ import pytest
 import winagg
 from winagg.aggregations import Multi
 from winagg.windows.slide_policies import (CountWithMaxSize, SlidePolicy, enforce_policy, max_size_policy,
-                            max_size_wsp, max_time_policy)
+                                           max_size_wsp, max_time_policy)
 
 from oracle import CONCAT
 

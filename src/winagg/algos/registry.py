@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 import sys
 from dataclasses import dataclass, field
-from typing import Any, List, Tuple
+from typing import List, Tuple
 
 from .. import aggregations
 from ..core.capabilities import NATIVE, OUT_OF_ORDER, FifoWindow, native_operations, offered

@@ -29,10 +29,7 @@ from ..values import INT64_MAX, INT64_MIN
 INT_LOW = INT64_MIN
 INT_HIGH = INT64_MAX - 1
 
-
 _NONE_I = np.empty(0, np.int64)
-
-
 _NONE_B = np.empty(0, np.bool_)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.errors import InvalidTimeError
 from ..engine.plans import INT_HIGH, INT_LOW
 from ..times import (DURATION_HINT, check_number, datetimes_ns, duration_ns, instant_ns, is_duration, same_zoning,
-                    time_array, timestamp, timestamps)
+                     time_array, timestamp, timestamps)
 from ..values import INT64_MAX, INT64_MIN
 
 
