@@ -8,31 +8,36 @@ from ..core.errors import WinaggError
 
 
 class SparkInputError(WinaggError, ValueError):
-    """A DataFrame, column or window that :func:`sliding` cannot work with."""
+    """A DataFrame, column or window that :func:`winagg.spark.sliding` cannot work with."""
 
 
+#: A date's day in nanoseconds, winagg's time unit.
 NANOS_PER_DAY = 86_400 * 1_000_000_000
 
 
 def column_names(columns: Union[str, Sequence[str], None]) -> list:
+    """A column argument (one name, several, or None) as a list of names."""
     if columns is None:
         return []
     return [columns] if isinstance(columns, str) else list(columns)
 
 
 def arrow_type(spark_type):
+    """The Arrow type of a Spark type, timestamps in UTC."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     return to_arrow_type(spark_type, timezone="UTC")
 
 
 def spark_type(arrow_type):
+    """The Spark type of an Arrow type."""
     from pyspark.sql.pandas.types import from_arrow_type
 
     return from_arrow_type(arrow_type)
 
 
 def check_columns(df, names, role):
+    """SparkInputError naming the first of ``names`` that ``df`` lacks (``role``: what the column is for)."""
     missing = [n for n in names if n not in df.columns]
     if missing:
         raise SparkInputError(f"{role} column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
