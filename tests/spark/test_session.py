@@ -6,10 +6,9 @@ from winagg.spark.session import DEFAULT_CONF, master_of, session, session_conf
 
 
 def test_the_master_of_either_kind_of_session_is_read_without_a_spark_context(kind_spark, session_kind):
-    # a classic session's context says its master (a test in this process may have started the
-    # pipeline's local[*] before the tests' local[2]); the Connect server runs on local[2]
-    want = kind_spark.sparkContext.master if session_kind == "classic" else "local[2]"
-    assert master_of(kind_spark) == want
+    # the tests' classic session and the Connect server both run on local[2], even where a test in
+    # this process ran the pipeline's local[*] session first
+    assert master_of(kind_spark) == "local[2]"
 
 
 def test_a_connect_client_sets_only_the_sql_settings_the_rest_are_the_servers():
@@ -24,3 +23,11 @@ def test_a_connect_client_sets_only_the_sql_settings_the_rest_are_the_servers():
 def test_bad_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         session(**kwargs)
+
+
+def test_a_session_reused_under_another_master_still_says_the_master_its_jobs_run_on(spark):
+    # getOrCreate hands back the running local[2] session and copies the builder's spark.master
+    # (local[*]) into that session's SQL conf: the master is the context's, not the conf's
+    reused = session()
+    assert reused.conf.get("spark.master") == "local[*]"
+    assert master_of(reused) == "local[2]"

@@ -68,5 +68,11 @@ def session(master: Optional[str] = None, app_name: str = "winagg", conf: Option
 
 
 def master_of(spark) -> str:
-    """The master URL a session's jobs run on, classic or Connect (a Connect client has no sparkContext)."""
-    return spark.conf.get("spark.master")
+    """The master URL a session's jobs run on, classic or Connect.
+
+    A classic session's context is the truth: its SQL conf can keep the ``spark.master`` of an
+    earlier session of the same JVM. A Connect client has no context; its server's conf says it.
+    """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return spark.conf.get("spark.master")
+    return spark.sparkContext.master
