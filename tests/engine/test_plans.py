@@ -58,6 +58,16 @@ def _last_closed_by_search(size, slide, watermark):
     return k
 
 
+def test_a_time_is_in_a_hopping_window_unless_it_falls_between_two():
+    from winagg.engine.plans import in_a_hopping_window
+
+    times = np.arange(-23, 24, dtype=np.int64)
+    for size, slide in ((10, 5), (5, 5), (2, 5), (1, 3), (3, 7)):
+        # brute force: some k with k*slide <= t < k*slide + size
+        want = [any(k * slide <= t < k * slide + size for k in range(-10, 10)) for t in times.tolist()]
+        assert in_a_hopping_window(times, size, slide).tolist() == want
+
+
 def test_the_last_closed_hopping_window_is_the_last_that_ends_by_the_watermark():
     from winagg.engine.plans import INT_HIGH, INT_LOW, last_closed_window
 

@@ -186,6 +186,31 @@ def test_stream_hopping_windows_equal_spark_window_on_the_same_files(kind_spark,
     _assert_equal_to_native(got, _native(data.where("id >= 0"), "10 minutes", "4 minutes"))
 
 
+def test_a_row_between_two_windows_behind_the_watermark_is_not_counted_late():
+    """slide > size: a row in the gap between two windows is in none (Spark's window() gives it
+    none), so behind the reported windows it is neither aggregated nor dropped; a row of a
+    reported window is dropped and counted."""
+    from winagg.spark.panes import PaneCombine, PaneWindows, pane_parts, pane_schema
+
+    outputs = [Output("n", "v", aggregations.get("count"), pa.int64())]
+    parts = pane_parts(outputs, {"v": pa.float64()})
+    key_fields = [pa.field("k", pa.string())]
+    windows = PaneWindows(outputs, 2 * MINUTE, 5 * MINUTE, ["k"], parts, key_fields)  # [0, 2), [5, 7), ...
+    combine = PaneCombine(["k"], "ts", MINUTE, parts, pane_schema(key_fields, parts))
+
+    def batch(minutes):
+        return combine.combine(pa.table({"k": ["a"] * len(minutes),
+                                         "ts": pa.array([m * MINUTE for m in minutes], pa.timestamp("ns", "UTC")),
+                                         "v": pa.array([1.0] * len(minutes), pa.float64())}))
+
+    closed, dropped = windows.step(batch([0, 5, 11]), 8 * MINUTE)  # reports [0, 2) and [5, 7)
+    assert dropped == 0 and closed.column("window_start").to_pylist() == [0, 5 * MINUTE]
+    closed, dropped = windows.step(batch([3, 8, 1, 6]), 8 * MINUTE)  # 3 and 8 in gaps, 1 and 6 late
+    assert dropped == 2 and closed is None
+    closed, dropped = windows.step(None, math.inf)
+    assert closed.column("window_start").to_pylist() == [10 * MINUTE] and closed.column("n").to_pylist() == [1]
+
+
 def test_panes_of_many_keys_fed_out_of_order_give_the_windows_of_the_rows_that_arrived_in_time():
     """The streaming pane path (PaneCombine then PaneWindows, state pickled between micro-batches):
     a window holds the rows that arrived before it was reported; a row arriving after all of its

@@ -241,6 +241,16 @@ def batch_steps(m, lows, highs, horizon, lowest):
     return adds, evicts, horizons, answers, step_lows, step_highs
 
 
+def in_a_hopping_window(times, size: int, slide: int) -> np.ndarray:
+    """Whether each int64 time lies in a hopping window ``[k*slide, k*slide + size)``: every time
+    does unless ``slide > size``, where the times between two windows lie in none (Spark's
+    ``window()`` gives such a row no window, so it is neither aggregated nor late)."""
+    times = np.asarray(times, np.int64)
+    if size >= slide:
+        return np.ones(times.shape, np.bool_)
+    return np.mod(times, np.int64(slide)) < size
+
+
 def last_closed_window(size, slide, watermark) -> int:
     """The largest k whose hopping window ``[k*slide, k*slide + size)`` ends at or before
     ``watermark`` (int64 or float times): :data:`INT_HIGH` once every window has closed (an

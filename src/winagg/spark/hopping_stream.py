@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..engine.plans import in_a_hopping_window
 from ..times import timestamps
 from .. import aggregations
 from ._common import SparkInputError, checked_format, spark_type
@@ -328,11 +329,12 @@ def _key_processor_class():
                     windows, key_row = self._key_windows(entry, key_row, clock)
                     mine = times[where]
                     # as Spark's window(): a row still counts in the windows not yet reported; it is
-                    # late (dropped, counted) when every window holding it has been reported
-                    late = mine < windows.first_open()
-                    dropped += int(late.sum())
-                    closed = windows.step(events.iloc[where[~late]].reset_index(drop=True), mine[~late], watermark,
-                                          self._key_text(key_row))
+                    # late (dropped, counted) when every window holding it has been reported, and a
+                    # row between two windows (slide > size) behind them is in none: not late
+                    behind = mine < windows.first_open()
+                    dropped += int((behind & in_a_hopping_window(mine, windows.size, windows.slide)).sum())
+                    closed = windows.step(events.iloc[where[~behind]].reset_index(drop=True), mine[~behind],
+                                          watermark, self._key_text(key_row))
                     self._keep(entry, windows, key_row, clock)
                     stepped.add(entry)
                     yield from self._emit(closed, key_row)

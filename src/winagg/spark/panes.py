@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import aggregations
-from ..engine.plans import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW, last_closed_window
+from ..engine.plans import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW, in_a_hopping_window, last_closed_window
 from ..engine.range_batches import compiled_batches
 from .hopping import (WINDOW_COLUMNS, check_window_ends, float_spec, key_text, refuse_rounded_longs,
                       window_ns, window_text)
@@ -242,10 +242,13 @@ class PaneWindows:
         if panes is not None and panes.num_rows:
             check_window_ends(int(pc.max(panes.column(PANE_COLUMN)).as_py()), self.size)
             if self.next_k != _INT_LOW:
-                late = pc.less(panes.column(PANE_COLUMN), pa.scalar(self.first_open(), pa.int64()))
-                dropped = int(pc.sum(pc.filter(panes.column(ROWS_COLUMN), late)).as_py() or 0)
-                if dropped:
-                    panes = panes.filter(pc.invert(late))
+                starts = panes.column(PANE_COLUMN).to_numpy()
+                behind = starts < self.first_open()
+                # a pane between two windows (slide > size) is in none: behind them, it is not late
+                late = behind & in_a_hopping_window(starts, self.size, self.slide)
+                dropped = int(panes.column(ROWS_COLUMN).to_numpy()[late].sum())
+                if behind.any():
+                    panes = panes.filter(pa.array(~behind))
             if panes.num_rows:
                 self._merge(panes)
         closed = self._close(watermark)
