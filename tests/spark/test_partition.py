@@ -103,6 +103,39 @@ def test_every_row_gets_the_fold_of_its_frame(aggregation, value_type, rows, fra
             f"row {i} {rows[i]} of {rows} ({frame}): got {g!r}, want {w!r}"
 
 
+@pytest.mark.parametrize("aggregation,value_type", [("sum", pa.int64()), ("max", pa.float64()), (CONCAT, pa.int64())],
+                         ids=["sum", "max", "concat"])
+@settings(max_examples=40, deadline=None)
+@given(rows=table_rows, frame=frames, cuts=st.lists(st.integers(0, 40), max_size=6))
+def test_the_udf_side_answers_every_row_in_order_never_ahead_of_its_input(aggregation, value_type, rows, frame, cuts):
+    """PartitionWindows.answers, the body of sliding()'s Arrow UDF: tuples of the columns it reads
+    in, a struct of the outputs per row out; a range frame's held-back peers come later, but no
+    more rows are answered than have come in (PySpark refuses that)."""
+    rows = _sorted(rows)
+    monoid = winagg.aggregations.get(aggregation)
+    windows = PartitionWindows(["k"], "t", frame, [Output("out", "v", monoid, result_type(monoid, value_type))])
+    assert windows.needed == ["k", "t", "v"]
+    batches = [b for b in _batches(rows, value_type, cuts) if b is not None]
+    brought = 0
+
+    def columns():
+        nonlocal brought
+        for batch in batches:
+            brought += batch.num_rows
+            yield tuple(batch.column(name) for name in ("k", "t", "v"))
+
+    got = []
+    for answers in windows.answers(columns()):
+        assert [field.name for field in answers.type] == ["out"]
+        got.extend(answers.field("out").to_pylist())
+        assert len(got) <= brought
+    want = _expected(rows, frame, monoid)
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert (g is None) == (w is None) and (w is None or same_answer(g, w)), \
+            f"row {i} {rows[i]} of {rows} ({frame}): got {g!r}, want {w!r}"
+
+
 def test_rows_keep_their_order_and_columns_across_batches():
     rows = _sorted([("a", t, t) for t in range(10)] + [("b", t, 100 + t) for t in range(5)])
     got, _ = _run(rows, Frame(rows=3), "sum", pa.int64(), [1, 4, 11])

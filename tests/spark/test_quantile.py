@@ -20,10 +20,11 @@ OUTPUTS = {"q0": (("quantile", "x", 0), 0.0), "q50": (("quantile", "x", 0.5), 0.
            "med": (("median", "x"), 0.5), "n90": (("quantile", "n", 0.9), 0.9)}
 
 
-@pytest.fixture(scope="module")
-def data(spark):
+@pytest.fixture
+def data(kind_spark):
     """Three keys and a null key; order values with ties and nulls; values with ties (halves),
-    nulls, a key whose values are all null, and a long column; in random order."""
+    nulls, a key whose values are all null, and a long column; in random order; on a classic
+    and on a Spark Connect session."""
     rng = random.Random(41)
     rows = []
     for i in range(400):
@@ -32,7 +33,7 @@ def data(spark):
         value = None if key == "NUL" or rng.random() < 0.15 else rng.randrange(-20, 40) / 2
         rows.append((i, key, time, value, None if value is None else rng.randrange(-10 ** 6, 10 ** 6)))
     rng.shuffle(rows)
-    return spark.createDataFrame(rows, "id long, origin string, t long, x double, n long")
+    return kind_spark.createDataFrame(rows, "id long, origin string, t long, x double, n long")
 
 
 def _spark_percentiles(df, window):

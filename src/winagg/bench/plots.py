@@ -121,7 +121,7 @@ def spark_png(rows: list, aggs: list, labels: list, path: Path) -> None:
                        if r["aggregation"] == agg and r["method"] == method}
             ax.plot(x, [seconds.get(p, np.nan) for p in points], marker="o", label=label, color=f"C{index}")
         if floor:
-            ax.axhline(floor[0], color="grey", linestyle="--", label="pass-through (mapInArrow)")
+            ax.axhline(floor[0], color="grey", linestyle="--", label="pass-through (Arrow UDF)")
         ax.set_yscale("log")
         ax.set_title(agg)
         ax.set_ylabel("seconds (median)")

@@ -7,6 +7,7 @@ import os
 import site
 import sys
 import sysconfig
+import warnings
 from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -250,13 +251,40 @@ def sliding(df, *, partition_by: Union[str, Sequence[str], None], order_by: Unio
     if slide is not None:
         size, slide = hopping_spans(df, order, frame, range, slide)
         return _hopping(df, keys, order[0], size, slide, outputs, num_partitions)
-    from pyspark.sql.types import StructField, StructType
-
-    schema = StructType(df.schema.fields + [StructField(o.name, spark_type(o.arrow_type), True) for o in outputs])
     windows = PartitionWindows(keys, order[0], frame, outputs, algorithm)
     partitioned = df.repartition(num_partitions, *keys) if num_partitions else \
         (df.repartition(*keys) if keys else df.repartition(1))
-    return partitioned.sortWithinPartitions(*keys, *order).mapInArrow(windows, schema)
+    return _with_answers(partitioned.sortWithinPartitions(*keys, *order), df.columns, windows)
+
+
+#: The struct column that carries a partition's answers from the UDF to the output columns.
+_ANSWERS = "__winagg_answers"
+
+
+def _with_answers(ordered, columns, windows: PartitionWindows):
+    """``ordered`` (sorted by key, then order) with ``windows``' outputs after ``columns``.
+
+    The outputs come from a scalar Arrow iterator UDF over the columns the windows read, so the
+    other columns stay in the JVM (``mapInArrow`` would move every column to Python and back).
+    Nondeterministic: Spark then evaluates it once, above the sort, on the rows in their order.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+    from pyspark.util import PythonEvalType
+
+    result = StructType([StructField(o.name, spark_type(o.arrow_type), True) for o in windows.outputs])
+    with warnings.catch_warnings():  # the evaluation type is given, not read from type hints: the
+        warnings.filterwarnings("ignore", "It is preferred to specify type hints")  # columns vary
+        answers = F.arrow_udf(windows.answers, result, PythonEvalType.SQL_SCALAR_ARROW_ITER_UDF)
+    answers = answers.asNondeterministic()
+    packed = ordered.withColumn(_ANSWERS, answers(*[F.col(_quoted(c)) for c in windows.needed]))
+    return packed.select(*[F.col(_quoted(c)) for c in columns],
+                         *[F.col(_ANSWERS).getField(o.name).alias(o.name) for o in windows.outputs])
+
+
+def _quoted(name: str) -> str:
+    """A column name as ``F.col`` reads it literally (dots and backticks included)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def hopping_spans(df, order, frame: Frame, size, slide):

@@ -5,8 +5,9 @@ sorted by key and then by the order column and appends one column per
 aggregate. Each window is carried from batch to batch (compiled state for the
 built-in numeric aggregations, the same algorithm in plain Python for any
 other monoid, both run by :mod:`winagg.engine.loops`), so memory is bounded by the window and one batch, not
-by the number of rows of a key. :func:`winagg.spark.sliding` runs it inside
-``mapInArrow``.
+by the number of rows of a key. :func:`winagg.spark.sliding` runs it as a scalar
+Arrow iterator UDF (:meth:`PartitionWindows.answers`: only the columns it reads
+cross to Python, only the answers come back).
 
 Conventions (those of Spark's window functions):
 
@@ -364,6 +365,23 @@ class PartitionWindows:
     # The per-call state lives in a fresh PartitionRun, so one instance serves many partitions.
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return PartitionRun(self).batches(batches)
+
+    @property
+    def needed(self) -> list:
+        """The columns the windows read: the keys, the order column and the outputs' inputs."""
+        return list(dict.fromkeys(self.keys + [self.order] + [o.column for o in self.outputs]))
+
+    def answers(self, columns: Iterable) -> Iterator[pa.StructArray]:
+        """The body of a scalar Arrow iterator UDF over the :attr:`needed` columns of a partition's
+        sorted rows (a tuple of arrays per batch; one array when only one column is needed): one
+        struct of the outputs per row, in the rows' order. A range frame's held-back peers come
+        with a later batch, so a batch may answer fewer rows than it brought, never more."""
+        names = self.needed
+        batches = (pa.RecordBatch.from_arrays(list(arrays) if isinstance(arrays, tuple) else [arrays], names=names)
+                   for arrays in columns)
+        fields = [o.name for o in self.outputs]
+        for done in PartitionRun(self).batches(batches):
+            yield pa.StructArray.from_arrays([done.column(name) for name in fields], names=fields)
 
 
 class PartitionRun:
