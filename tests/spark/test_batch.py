@@ -288,3 +288,12 @@ def test_a_long_sum_outside_int64_raises_naming_the_column_and_the_row(spark, fr
     # the mean of the same frames is defined (the exact sum over 3 values): Spark's avg gives it too
     means = sliding(df, partition_by="k", order_by="t", aggs={"m": ("mean", "v")}, **bounds)
     assert {r.t: r.m for r in means.where("k = 'a'").collect()}[2] == 2 ** 63 / 3
+
+
+def test_an_aggregate_of_the_order_column_alone_without_keys(spark):
+    # the windows read one column only: Spark hands the UDF one array per batch, not a tuple
+    df = spark.createDataFrame([(t,) for t in [5, 1, 3, 2, 9]], "t long")
+    rows = sliding(df, partition_by=None, order_by="t", rows=2, aggs={"s": ("sum", "t")}).collect()
+    assert [(r["t"], r["s"]) for r in rows] == [(1, 1), (2, 3), (3, 5), (5, 8), (9, 14)]
+    rows = sliding(df, partition_by=None, order_by="t", range=2, aggs={"s": ("sum", "t")}).collect()
+    assert [(r["t"], r["s"]) for r in rows] == [(1, 1), (2, 3), (3, 6), (5, 8), (9, 9)]
