@@ -355,6 +355,13 @@ def _stream_case(first, second, lateness):
                 ("k1", 10, 1e300, 21252), ("k1", 19, None, -34)],
          second=[("k0", 26, -20.0, None), ("k0", 23, None, 22763), ("k1", 12, 5e-324, None), ("k1", 28, -7.0, None),
                  ("k0", 13, 1.0, None), ("k0", 15, None, None)], size=4, slide=5, lateness=5)
+# a kept key's windows that Spark counts as reported while the key got no call (no row of it in
+# them): a row of the key in the next micro-batch must not open one of them
+@example(first=[("k0", 15, -math.inf, -700), ("k0", 19, -831573.2937255587, 369), ("k1", 17, math.nan, -5),
+                (None, 7, math.nan, -499), ("k1", 17, -1e300, -999), (None, 12, -6237889335011659.0, None),
+                ("k0", 4, None, None), (None, 9, 19.0, -352), (None, 13, None, None), ("k0", 13, -9.0, -98375679),
+                ("k0", 1, 15.0, -1_099_511_627_776)],
+         second=[(None, 6, math.nan, None)], size=4, slide=1, lateness=3)
 def test_hopping_stream_equals_the_oracle(spark, kept, first, second, size, slide, lateness):
     """``sliding_stream(..., slide=)`` fed three Parquet files, one micro-batch each: windows that close
     in a later micro-batch with rows of several, rows out of order and behind the watermark (they

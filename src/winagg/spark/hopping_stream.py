@@ -327,6 +327,9 @@ def _key_processor_class():
                     key_row = events.iloc[where[:1]][keys].reset_index(drop=True)
                     entry = _map_key(key_row)
                     windows, key_row = self._key_windows(entry, key_row, clock)
+                    # a kept key not called since the watermark last moved has windows that Spark
+                    # counts as reported (no row of the key in them): mark them so before its rows
+                    yield from self._emit(windows.step(None, None, clock.seen, self._key_text(key_row)), key_row)
                     mine = times[where]
                     # as Spark's window(): a row still counts in the windows not yet reported; it is
                     # late (dropped, counted) when every window holding it has been reported, and a
