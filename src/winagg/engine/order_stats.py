@@ -26,7 +26,6 @@ answers NaN. The answers follow pandas' ``rolling(..., min_periods=1)`` formulas
 
 from __future__ import annotations
 
-
 import numba as nb
 import numpy as np
 from llvmlite import ir

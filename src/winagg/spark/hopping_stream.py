@@ -280,15 +280,14 @@ def _key_processor_class():
                 raise _bucket_count_error(clock.buckets, self.config["buckets"])
             return clock
 
-        def _key_windows(self, entry: bytes, key_row: Optional[pd.DataFrame], clock: _Clock):
-            """``(windows, key_row)`` of a key: kept, or new and caught up with the bucket's clock."""
+        def _key_windows(self, entry: bytes, key_row: Optional[pd.DataFrame]):
+            """``(windows, key_row)`` of a key: kept, or new (no window reported yet)."""
             c = self.config
             stored = self.windows.getValue((entry,))
             if stored is not None:
                 windows, key_row = pickle.loads(zlib.decompress(stored[0]))
                 return windows.bind(c["outputs"]), key_row
             windows = HoppingWindows(c["outputs"], c["size"], c["slide"], c["keyed_columns"], c["long_columns"])
-            windows.step(None, None, clock.seen)  # no window holds rows: this only marks the reported ones
             return windows, key_row
 
         def _keep(self, entry: bytes, windows, key_row, clock: _Clock) -> None:
@@ -326,9 +325,10 @@ def _key_processor_class():
                 for where in groups.values():
                     key_row = events.iloc[where[:1]][keys].reset_index(drop=True)
                     entry = _map_key(key_row)
-                    windows, key_row = self._key_windows(entry, key_row, clock)
-                    # a kept key not called since the watermark last moved has windows that Spark
-                    # counts as reported (no row of the key in them): mark them so before its rows
+                    windows, key_row = self._key_windows(entry, key_row)
+                    # caught up with the bucket's clock: a key met anew, or kept but not called since
+                    # the watermark last moved, has windows Spark counts as reported (none holding
+                    # a row of the key: no answer is due), marked so before its rows come in
                     yield from self._emit(windows.step(None, None, clock.seen, self._key_text(key_row)), key_row)
                     mine = times[where]
                     # as Spark's window(): a row still counts in the windows not yet reported; it is
@@ -345,7 +345,7 @@ def _key_processor_class():
                     yield dropped_row(dropped, c["columns"])
             for entry, end in list(clock.due.items()):
                 if entry not in stepped and end <= watermark:
-                    windows, key_row = self._key_windows(entry, None, clock)
+                    windows, key_row = self._key_windows(entry, None)
                     closed = windows.step(None, None, watermark, self._key_text(key_row))
                     self._keep(entry, windows, key_row, clock)
                     yield from self._emit(closed, key_row)
