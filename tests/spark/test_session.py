@@ -28,6 +28,11 @@ def test_bad_arguments_are_named(kwargs, message):
 def test_a_session_reused_under_another_master_still_says_the_master_its_jobs_run_on(spark):
     # getOrCreate hands back the running local[2] session and copies the builder's spark.master
     # (local[*]) into that session's SQL conf: the master is the context's, not the conf's
-    reused = session()
-    assert reused.conf.get("spark.master") == "local[*]"
-    assert master_of(reused) == "local[2]"
+    settings = {key: spark.conf.get(key) for key in session_conf()}  # session() sets winagg's again
+    try:
+        reused = session()
+        assert reused.conf.get("spark.master") == "local[*]"
+        assert master_of(reused) == "local[2]"
+    finally:
+        for key, value in settings.items():  # the tests' own (4 shuffle partitions) for the tests after
+            spark.conf.set(key, value)
