@@ -392,9 +392,9 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
         raise SparkInputError(f"output column {clash[0]!r} is also a key or window column of the hopping result")
     buckets = KEY_BUCKETS
     parts = pane_parts(outputs, {o.column: arrow_type(df.schema[o.column].dataType) for o in outputs})
-    compile_kernels(outputs, panes=parts is not None)
     if parts is not None:
         return pane_stream(df, keys, order_by, size_ns, slide_ns, outputs, delay, parts, time_type, buckets)
+    compile_kernels(outputs)
     keyed = {o.column for o in outputs if compiled_plan(o.monoid, arrow_type(df.schema[o.column].dataType))[1]}
     longs = {o.column for o in outputs if exact_sum_input(o.monoid, arrow_type(df.schema[o.column].dataType))}
     columns, needed, schema = _result(df, keys, order_by, time_type, outputs)
@@ -410,30 +410,22 @@ def hopping_stream(df, keys, order_by, size, slide, outputs, delay):
     return observe_dropped(stream)
 
 
-def compile_kernels(outputs: Sequence[Output], panes: bool) -> None:
-    """Compile (or load from numba's disk cache) every kernel hopping windows of ``outputs`` run.
+def compile_kernels(outputs: Sequence[Output]) -> None:
+    """Compile (or load from numba's disk cache) every kernel the per-key trees of ``outputs`` run.
 
     Called on the driver before a query starts, for the reason :func:`warm_up_key_state`
-    gives. Hopping windows kept per key run FiBA's batch step over int64 times and the
-    compaction that pickling a state runs, for every output and the non-null counts; kept as
-    panes (``panes``: count, sum, mean, max, min) they run sum, max and min over the panes'
-    float64 positions only. Each is a FiBA tree of its own, the slowest kernels winagg compiles.
+    gives: FiBA's batch step over int64 times and the compaction that pickling a state runs,
+    for every output and the non-null counts, each a FiBA tree of its own (the slowest
+    kernels winagg compiles). Panes need none: they are combined with numpy.
     """
     from ..engine.range_batches import compact_kernel, compiled_batches
 
     from .hopping import tree_spec
-    from .panes import pane_combiners
 
-    if panes:
-        specs = pane_combiners(outputs)
-    else:
-        specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
-        specs += [tree_spec(o.monoid) for o in outputs]
-    time_type = np.float64 if panes else np.int64
-    empty, none, no_times = np.empty(0, np.float64), np.empty(0, np.int64), np.empty(0, time_type)
+    specs = [aggregations.get("count").compiled_for(np.dtype(np.float64))]
+    specs += [tree_spec(o.monoid) for o in outputs]
+    empty, none = np.empty(0, np.float64), np.empty(0, np.int64)
     for spec in {s.key: s for s in specs if s is not None}.values():
-        batches = compiled_batches(spec, time_type.__name__)
-        (bufs, st), _ = batches.run(batches.fresh(), no_times, empty, none, no_times, no_times, False,
-                                    time_type(0))
-        if not panes:  # a bucket's panes are kept as arrays, never as a tree
-            compact_kernel(spec, time_type.__name__)(bufs, st, no_times)
+        batches = compiled_batches(spec, "int64")
+        (bufs, st), _ = batches.run(batches.fresh(), none, empty, none, none, none, False, np.int64(0))
+        compact_kernel(spec, "int64")(bufs, st, none)

@@ -20,9 +20,7 @@ import pyarrow.compute as pc
 
 from .. import aggregations
 from ..engine.plans import INT_HIGH as _INT_HIGH, INT_LOW as _INT_LOW, in_a_hopping_window, last_closed_window
-from ..engine.range_batches import compiled_batches
-from .hopping import (WINDOW_COLUMNS, check_window_ends, float_spec, key_text, refuse_rounded_longs,
-                      window_ns, window_text)
+from .hopping import WINDOW_COLUMNS, check_window_ends, key_text, refuse_rounded_longs, window_ns, window_text
 from .partition import ExactSums, Output, to_arrow, exact_answers, exact_sum_input
 
 
@@ -38,8 +36,9 @@ _INT_PARTS = ("nn", "high", "low")
 #: How Arrow's group_by combines each number of rows into a pane, then panes into one pane.
 _FIRST_COMBINE = {"nn": "count", "sum": "sum", "max": "max", "min": "min", "high": "sum", "low": "sum"}
 _THEN_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min", "high": "sum", "low": "sum"}
-#: The compiled aggregation that combines panes' numbers into a window's (a FiBA tree of each).
-_WINDOW_COMBINE = {"nn": "sum", "sum": "sum", "max": "max", "min": "min"}
+#: How a window's float64 part combines its panes' (NaN: a pane without a value, skipped), and
+#: what that part holds for a window without a value (its output is null then).
+_WINDOW_COMBINE = {"sum": (np.add, 0.0), "max": (np.fmax, np.nan), "min": (np.fmin, np.nan)}
 PANE_COLUMN, ROWS_COLUMN, BUCKET_COLUMN = "__winagg_pane", "__winagg_rows", "__winagg_bucket"
 #: The layout of a bucket's pickled panes (2: pane numbers, start / pane, where 1 kept microsecond
 #: starts): a checkpoint written with another is refused by name.
@@ -65,11 +64,26 @@ def pane_parts(outputs: Sequence[Output], input_types: dict) -> Optional[list]:
     return [(column, part, name) for (column, part), name in parts.items()]
 
 
-def pane_combiners(outputs: Sequence[Output]) -> list:
-    """The compiled aggregations :class:`PaneWindows` runs over the panes of these outputs."""
-    names = {_WINDOW_COMBINE[part] for o in outputs if type(o.monoid) in _PANE_PARTS
-             for part in _PANE_PARTS[type(o.monoid)]}
-    return [float_spec(aggregations.get(name)) for name in sorted(names)]
+def window_folds(values: np.ndarray, first: np.ndarray, after: np.ndarray, part: str) -> np.ndarray:
+    """Each window's ``part`` (sum, max or min) of ``values[first[j]:after[j]]``, panes in time order.
+
+    A bucket's panes are sorted and every window is a run of them, so one ``reduceat`` over
+    the runs' bounds answers all windows (it also folds the stretches between two windows,
+    whose results are dropped); this needs no compiled kernel, where a tree over the panes
+    was the slowest kernel a stream compiled.
+    """
+    fold, empty = _WINDOW_COMBINE[part]
+    if part == "sum":
+        values = np.where(np.isnan(values), 0.0, values)
+    padded = np.append(values, empty)  # ``after`` may be len(values): a bound reduceat accepts
+    bounds = np.empty(2 * len(first), np.int64)
+    bounds[0::2], bounds[1::2] = first, after
+    if not len(bounds):
+        return np.empty(0, np.float64)
+    with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in a compiled sum
+        out = fold.reduceat(padded, bounds)[0::2]
+    out[first >= after] = empty  # reduceat answers an empty run with its first value
+    return out
 
 
 def pane_schema(key_fields: Sequence[pa.Field], parts) -> pa.Schema:
@@ -308,28 +322,24 @@ class PaneWindows:
         low_pane = int(panes.min())
         index = (panes - low_pane) // self.pane
         stride = int(index.max()) + 1
-        axis = (key * stride + index).astype(np.float64)
+        axis = key * stride + index
         starts = ks * self.slide
         lows = np.maximum(-(-(starts - low_pane) // self.pane), 0)
         highs = np.minimum((starts + self.size - 1 - low_pane) // self.pane, stride - 1)
-        lows, highs = (owner * stride + lows).astype(np.float64), (owner * stride + highs).astype(np.float64)
+        # the run of panes of each window: panes sit at sorted axis positions
+        first = np.searchsorted(axis, owner * stride + lows, side="left")
+        after = np.searchsorted(axis, owner * stride + highs, side="right")
         answers = {}
         for _, part, name in self.parts:
-            values = self.table.column(name).to_numpy(zero_copy_only=False)
             if part in _INT_PARTS:  # a window's is a difference of prefix sums (exact in integers)
                 # (a pane whose values are all null has a null sum: it adds 0)
                 values = pc.fill_null(self.table.column(name), 0).to_numpy()
                 before = np.concatenate(([0], np.cumsum(values.astype(np.int64))))
-                # lows/highs are axis positions; panes sit at axis[i], sorted: find their rows
-                first = np.searchsorted(axis, lows, side="left")
-                after = np.searchsorted(axis, highs, side="right")
                 sums = before[after] - before[first]
                 answers[name] = sums.astype(np.float64) if part == "nn" else sums
                 continue
-            spec = float_spec(aggregations.get(_WINDOW_COMBINE[part]))
-            batches = compiled_batches(spec, "float64")
-            _, answers[name] = batches.run(batches.fresh(), axis, values.astype(np.float64),
-                                           np.zeros(len(axis), np.int64), lows, highs, False, np.float64(-np.inf))
+            values = self.table.column(name).to_numpy(zero_copy_only=False)
+            answers[name] = window_folds(values.astype(np.float64), first, after, part)
         key_columns = [self.table.column(k).take(pa.array(row_of_key[owner])) for k in self.keys]
         self._drop_reported()
         columns = key_columns + [pa.array(starts, pa.int64()), pa.array(starts + self.size, pa.int64())]

@@ -407,7 +407,6 @@ def warm_up(config: PipelineConfig) -> None:
     list(PartitionWindows(["k"], "t", Frame(span=3_600_000_000), outputs)(iter(table.to_batches())))
 
 
-
 def run(config: PipelineConfig) -> dict:
     """Run the job; returns facts about it (paths, row counts, seconds)."""
     from ..extras import require
