@@ -317,3 +317,34 @@ def test_pickle_empty_and_drained(algorithm):
     assert snapshot(b) == (0, "NaN", None, None)
     b.insert(4.0)
     assert b.query() == 4.0 and b.oldest_time() == 3
+
+
+# ---------------------------------------------------------------- per-item Python
+_NO_NUMBA_PROBE = """
+import gc, json
+import numpy as np
+import winagg
+from numba.core.dispatcher import Dispatcher
+
+for algorithm in winagg.algorithms():
+    a = winagg.make(algorithm.name, "sum" if algorithm.needs_inverse else "max")
+    times = np.arange(3000) if algorithm.order == "any" else None
+    a.bulk_insert(np.arange(3000.0), times)  # past the first capacity: the window grows
+    a.insert(1.0, 3000)
+    a.evict()
+    a.query()
+print(json.dumps(sorted(d.py_func.__qualname__ for d in gc.get_objects()
+                        if isinstance(d, Dispatcher) and d.overloads)))
+"""
+
+
+def test_per_item_windows_of_every_algorithm_run_without_compiling_or_loading_a_kernel():
+    """make() runs per item in plain Python: no kernel is compiled or loaded from numba's cache (a
+    first load costs more than a small window's whole work)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _NO_NUMBA_PROBE], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

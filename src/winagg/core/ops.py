@@ -241,6 +241,13 @@ def power_of_two_at_least(n):
     return cap
 
 
+def helper_for(ops: Ops, helper):
+    """A compiled helper as ``ops`` run it: the helper for compiled ops, its plain Python function for
+    Python ones, so that a per-item window in Python never loads numba (a process's first load
+    takes longer than a small window's whole work)."""
+    return helper.py_func if ops.jit is _no_jit else helper
+
+
 def build_alloc_empty(ops: Ops):
     """``alloc_empty(slots) -> buf``: a buffer whose every slot holds the identity.
 

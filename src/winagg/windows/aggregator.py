@@ -134,7 +134,8 @@ class Aggregator(ItemUpdates):
 
     def _insert(self, values, times, what):
         if times is None:
-            times = [self._default_time() + i for i in range(len(values))]
+            start = self._default_time()
+            times = list(range(start, start + len(values)))
         times, kind = self._unit.inward_all(times, what)
         if self._keyed:
             check_sorted(times, what)

@@ -44,6 +44,7 @@ besides the block's.
 
 from types import SimpleNamespace
 
+from ...core.ops import helper_for
 from .mta_tree import (EVICT_AT, FOLD, HI, INSERT_AT, LO, MASK, MAX_LOG_BLOCK, SUFFIX, TREE_END, build_tree, capacity_of,
                        StoredLayout, hot_path_jit, in_order_capacity_of, in_order_size_for, ring_size_for)
 from .lmta import MTAFuncs
@@ -86,6 +87,7 @@ def build(ops, virtual: bool = False, log_block: int = LOG_BLOCK):
         log_block = 1
     tree = build_tree(ops, virtual, in_order=True, suffix=1 << log_block)
     size_for, capacity_for = (ring_size_for, capacity_of) if virtual else (in_order_size_for, in_order_capacity_of)
+    size_for, capacity_for = helper_for(ops, size_for), helper_for(ops, capacity_for)
     parts = _build_structure(ops, tree, log_block, size_for, capacity_for)
     insert_event, evict_event = _build_events(ops, tree, parts, log_block)
     return _build_per_item(ops, tree, parts, insert_event, evict_event, log_block, capacity_for)

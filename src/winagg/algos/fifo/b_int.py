@@ -19,7 +19,7 @@ interval's slot is its children's slot // 2).
 
 from __future__ import annotations
 
-from ...core.ops import RangeFuncs, build_alloc_empty, power_of_two_at_least
+from ...core.ops import RangeFuncs, build_alloc_empty, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="insert O(1) amortized / O(log n) worst; evict O(1); query O(log n)",
@@ -28,6 +28,7 @@ INFO = dict(order="fifo", needs_inverse=False,
 
 def build(ops):
     """B-Int specialised to ``ops`` (see the module docstring)."""
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
     alloc_empty = build_alloc_empty(ops)
@@ -55,7 +56,7 @@ def build(ops):
     fold = jit(fold)
 
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return new_levels(cap), (cap - 1, 0, 0)
 
     def insert(buf, st, value):

@@ -7,20 +7,21 @@ delimit the sublists l_F = [F, B) (with l_L = [L, R), l_R = [R, A),
 l_A = [A, B) inside it) and l_B = [B, E); see the digest for the invariants.
 """
 
-from ...core.ops import Funcs, build_regrow, copy_row, power_of_two_at_least, store_row
+from ...core.ops import Funcs, build_regrow, copy_row, helper_for, power_of_two_at_least, store_row
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/4/3 combines per query/insert/evict)",
             space="2n", paper="003")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: (vals, aggs); st: (mask, F, E, L, R, A, B).
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return (alloc(cap), alloc(cap)), (cap - 1, 0, 0, 0, 0, 0, 0)
 
     def fixup(bufs, st):

@@ -5,20 +5,21 @@ running aggregates ``aggB`` and ``aggRA`` (= aggregate of l_R and l_A). At most
 1 combine per query, 3 per insert and 2 per evict, in the worst case.
 """
 
-from ...core.ops import Funcs, build_regrow, copy_row, power_of_two_at_least, store_row
+from ...core.ops import Funcs, build_regrow, copy_row, helper_for, power_of_two_at_least, store_row
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) worst case (<= 1/3/2 combines per query/insert/evict)",
             space="n + 2", paper="003")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: one buffer; st: (mask, F, E, L, R, A, B, aggRA, aggB).
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return alloc(cap), (cap - 1, 0, 0, 0, 0, 0, 0, identity, identity)
 
     def fixup(buf, st):

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core.ops import build_alloc_empty, copy_row, power_of_two_at_least, store_row
+from ...core.ops import build_alloc_empty, copy_row, helper_for, power_of_two_at_least, store_row
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(log n) per insert/evict/query; O(m + m log(n/m)) per batch of m changes",
@@ -67,6 +67,7 @@ class FlatFatFuncs(NamedTuple):
 
 def build(ops):
     """FlatFAT specialised to ``ops`` (see the module docstring)."""
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
 
     alloc_empty = build_alloc_empty(ops)
@@ -201,7 +202,7 @@ def build(ops):
     fold_leaves = jit(fold_leaves)
 
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return new_tree(cap), (cap - 1, 0, 0)
 
     def insert(buf, st, value):

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.ops import RangeFuncs, power_of_two_at_least
+from ...core.ops import RangeFuncs, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False,
             time="O(1) amortized (<= 3 combines per slide), O(n) worst case; n - 1 combines for all ranges 1..n",
@@ -53,6 +53,7 @@ def build(ops):
     ``bufs`` is ``(partials, items, pointers, stack)``; pointers and the
     stack are int64 numpy arrays in both modes.
     """
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # positions and stack depths are never negative: unsigned indices, no wraparound test
 
@@ -197,7 +198,7 @@ def build(ops):
     range_fold = jit(chain_folder(True))
 
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return new_bufs(cap), (cap - 1, 0, 0)
 
     def insert(bufs, st, value):

@@ -14,6 +14,7 @@ State: bufs ``(vals, meta)``; st ``(mask, first, end, h)`` with ``h`` levels.
 
 from typing import Callable, NamedTuple
 
+from ...core.ops import helper_for
 from .mta_tree import BASE, HI, LO, MASK, StoredLayout, build_tree, capacity_of, hot_path_jit, ring_size_for
 
 #: A stored window's view of this tree: each level keeps its own range; state (mask, first, end, h).
@@ -45,11 +46,12 @@ def build(ops, virtual: bool = False):
     tree = build_tree(ops, virtual)
     get, put, pair_agg, repair_left = tree.get, tree.put, tree.pair_agg, tree.repair_left
     hot = hot_path_jit(ops)
+    ring_size, ring_capacity = helper_for(ops, ring_size_for), helper_for(ops, capacity_of)
 
     def init(capacity):
-        ring = ring_size_for(capacity)
+        ring = ring_size(capacity)
         vals, meta = tree.new_tree(ring)
-        return (vals, meta), (capacity_of(ring) - 1, 0, 0, 1)
+        return (vals, meta), (ring_capacity(ring) - 1, 0, 0, 1)
 
     def insert(bufs, st, value):
         vals, meta = bufs
@@ -123,7 +125,7 @@ def build(ops, virtual: bool = False):
     def grow(bufs, st):
         _, first, end, h = st
         vals, meta = tree.regrow(bufs[0], bufs[1], h, 0)
-        return (vals, meta), (capacity_of(meta[MASK] + 1) - 1, first, end, h)
+        return (vals, meta), (ring_capacity(meta[MASK] + 1) - 1, first, end, h)
 
     def removable(bufs, st, total, removed, wsp):
         _, _, _, h = st

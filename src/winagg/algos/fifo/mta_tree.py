@@ -47,6 +47,7 @@ import numba as nb
 import numpy as np
 
 from ...core.layout import PYTHON
+from ...core.ops import helper_for
 
 #: Offsets of the per-level fields in ``meta`` (levels 0..MAX_LEVELS-1).
 MAX_LEVELS = 64
@@ -225,10 +226,11 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False, suffix: int =
     # Slots are never negative: compiled, as unsigned integers, the loads and stores skip
     # numba's wraparound of negative indices (two instructions per access).
     slot = _as_is if python_mode else _unsigned
+    level_count = helper_for(ops, level_count_for)
 
     def lay_out(meta, ring):
         # level 0 gets the whole ring, each level above half of the one below (at least 16)
-        levels = level_count_for(ring)
+        levels = level_count(ring)
         offset = 0
         for level in range(levels):
             size = ring if level == 0 else max(ring >> level, 16)

@@ -1,18 +1,19 @@
 """Recalc: keep the items, fold the whole window on every query (the baseline every paper beats)."""
 
-from ...core.ops import Funcs, build_regrow, power_of_two_at_least
+from ...core.ops import Funcs, build_regrow, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="query O(n), insert/evict O(1)", space="n",
             paper="000 (baseline)")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     regrow = build_regrow(ops)
 
     # bufs: the items; st: (mask, first, end)
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return alloc(cap), (cap - 1, 0, 0)
 
     def insert(buf, st, value):

@@ -5,20 +5,21 @@ rolling sums show); with integers it is exact, which is why
 :func:`winagg.rolling` picks it automatically only for integer inputs.
 """
 
-from ...core.ops import Funcs, build_regrow, power_of_two_at_least
+from ...core.ops import Funcs, build_regrow, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=True, time="O(1) worst case", space="n + 1",
             paper="003 (related work)")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, inverse = ops.combine, ops.identity, ops.inverse
     load, store, alloc, jit = ops.load, ops.store, ops.alloc, ops.jit
     regrow = build_regrow(ops)
 
     # bufs: the items; st: (mask, first, end, agg)
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return alloc(cap), (cap - 1, 0, 0, identity)
 
     def insert(buf, st, value):

@@ -2,13 +2,14 @@
 prefix aggregates on one ring buffer; an eviction from an empty front stack flips the back
 stack over in one O(n) pass. Amortized O(1), worst case O(n)."""
 
-from ...core.ops import Funcs, build_regrow, flat_unless_vector, power_of_two_at_least
+from ...core.ops import Funcs, build_regrow, flat_unless_vector, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="2n",
             paper="003")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
@@ -16,7 +17,7 @@ def build(ops):
     # bufs: (vals, aggs); st: (mask, F, E, B). [F, B) is the front stack, whose aggs
     # hold suffix aggregates up to B-1; [B, E) the back stack, prefix aggregates from B.
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return (alloc(cap), alloc(cap)), (cap - 1, 0, 0, 0)
 
     def insert(bufs, st, value):

@@ -2,20 +2,21 @@
 holds suffix aggregates, the back part raw items plus one running aggregate ``aggB``.
 Amortized O(1), worst case O(n)."""
 
-from ...core.ops import Funcs, build_regrow, flat_unless_vector, power_of_two_at_least
+from ...core.ops import Funcs, build_regrow, flat_unless_vector, helper_for, power_of_two_at_least
 
 INFO = dict(order="fifo", needs_inverse=False, time="O(1) amortized, O(n) worst case", space="n + 1",
             paper="003")
 
 
 def build(ops):
+    pow2_at_least = helper_for(ops, power_of_two_at_least)
     combine, identity, load, store, alloc, jit = ops.combine, ops.identity, ops.load, ops.store, ops.alloc, ops.jit
     u = ops.index  # ring slots (position & mask) are never negative: no wraparound test
     regrow = build_regrow(ops)
 
     # bufs: one buffer; st: (mask, F, E, B, aggB).
     def init(capacity):
-        cap = power_of_two_at_least(capacity)
+        cap = pow2_at_least(capacity)
         return alloc(cap), (cap - 1, 0, 0, 0, identity)
 
     def insert(buf, st, value):
