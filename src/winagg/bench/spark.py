@@ -225,15 +225,9 @@ def _shuffle_sort(df, partitions: int):
 
 
 def _pass_through(df, partitions: int):
-    import warnings
+    from ..spark._common import arrow_iter_udf
 
-    from pyspark.sql import functions as F
-    from pyspark.util import PythonEvalType
-
-    with warnings.catch_warnings():  # the evaluation type is given rather than read from type hints
-        warnings.filterwarnings("ignore", "It is preferred to specify type hints")
-        same = F.arrow_udf(_values_unchanged, "double", PythonEvalType.SQL_SCALAR_ARROW_ITER_UDF)
-    return _shuffle_sort(df, partitions).withColumn("w", same.asNondeterministic()("key", "t", "v"))
+    return _shuffle_sort(df, partitions).withColumn("w", arrow_iter_udf(_values_unchanged, "double")("key", "t", "v"))
 
 
 def method_frame(spark, df, method: str, frame: str, window: int, agg: str, partitions: int):

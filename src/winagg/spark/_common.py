@@ -51,3 +51,21 @@ def checked_format(state, expected: int, what: str):
         raise SparkInputError(f"this checkpoint keeps its keys' {what} in state format {found}, this winagg "
                               f"reads format {expected}: start the query from a new checkpoint")
     return state
+
+
+def arrow_iter_udf(function, return_type):
+    """``function`` as a nondeterministic scalar Arrow iterator UDF: batches of Arrow arrays in,
+    one array of ``return_type`` out per batch.
+
+    The evaluation type is given rather than read from type hints (the columns vary), and the
+    UDF is nondeterministic, so Spark evaluates it once, above the sort that orders its rows.
+    """
+    import warnings
+
+    from pyspark.sql import functions as F
+    from pyspark.util import PythonEvalType
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "It is preferred to specify type hints")
+        udf = F.arrow_udf(function, return_type, PythonEvalType.SQL_SCALAR_ARROW_ITER_UDF)
+    return udf.asNondeterministic()

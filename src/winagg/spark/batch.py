@@ -7,7 +7,6 @@ import os
 import site
 import sys
 import sysconfig
-import warnings
 from fractions import Fraction
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -15,7 +14,8 @@ import pyarrow as pa
 
 from .. import aggregations
 from ..times import check_number, duration_in_ticks, duration_ns, is_duration, seconds_ns
-from ._common import NANOS_PER_DAY, SparkInputError, arrow_type, check_columns, column_names, spark_type
+from ._common import (NANOS_PER_DAY, SparkInputError, arrow_iter_udf, arrow_type, check_columns, column_names,
+                      spark_type)
 from .partition import Frame, Output, PartitionWindows, result_type
 
 
@@ -270,13 +270,9 @@ def _with_answers(ordered, columns, windows: PartitionWindows):
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
-    from pyspark.util import PythonEvalType
 
     result = StructType([StructField(o.name, spark_type(o.arrow_type), True) for o in windows.outputs])
-    with warnings.catch_warnings():  # the evaluation type is given, not read from type hints: the
-        warnings.filterwarnings("ignore", "It is preferred to specify type hints")  # columns vary
-        answers = F.arrow_udf(windows.answers, result, PythonEvalType.SQL_SCALAR_ARROW_ITER_UDF)
-    answers = answers.asNondeterministic()
+    answers = arrow_iter_udf(windows.answers, result)
     packed = ordered.withColumn(_ANSWERS, answers(*[F.col(_quoted(c)) for c in windows.needed]))
     return packed.select(*[F.col(_quoted(c)) for c in columns],
                          *[F.col(_ANSWERS).getField(o.name).alias(o.name) for o in windows.outputs])
