@@ -241,11 +241,16 @@ def power_of_two_at_least(n):
     return cap
 
 
+def runs_in_python(ops: Ops) -> bool:
+    """Whether ``ops`` are :func:`python_ops` (plain Python for any monoid), not compiled ones."""
+    return ops.alloc is PYTHON.alloc
+
+
 def helper_for(ops: Ops, helper):
     """A compiled helper as ``ops`` run it: the helper for compiled ops, its plain Python function for
     Python ones, so that a per-item window in Python never loads numba (a process's first load
     takes longer than a small window's whole work)."""
-    return helper.py_func if ops.jit is _no_jit else helper
+    return helper.py_func if runs_in_python(ops) else helper
 
 
 def build_alloc_empty(ops: Ops):

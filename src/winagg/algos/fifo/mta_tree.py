@@ -46,8 +46,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ...core.layout import PYTHON
-from ...core.ops import helper_for
+from ...core.ops import helper_for, runs_in_python
 
 #: Offsets of the per-level fields in ``meta`` (levels 0..MAX_LEVELS-1).
 MAX_LEVELS = 64
@@ -221,7 +220,7 @@ def build_tree(ops, virtual: bool = False, in_order: bool = False, suffix: int =
     gets ``suffix`` entries from ``SUFFIX`` on besides the levels' (AMTA's oldest block).
     """
     combine, load, store, alloc, jit = ops.combine, ops.load, ops.store, ops.alloc, ops.jit
-    python_mode = ops.alloc is PYTHON.alloc or virtual
+    python_mode = runs_in_python(ops) or virtual
     int_buffer = _int_list if python_mode else _int_array
     # Slots are never negative: compiled, as unsigned integers, the loads and stores skip
     # numba's wraparound of negative indices (two instructions per access).

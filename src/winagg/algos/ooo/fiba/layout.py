@@ -47,7 +47,7 @@ from llvmlite import ir
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ....core.layout import PYTHON
+from ....core.ops import runs_in_python
 
 NIL = -1
 #: Nodes kept free beyond a batch: a split cascade makes at most one node per level plus a root.
@@ -216,7 +216,7 @@ class TreeBuild(NamedTuple):
 
 def tree_build(ops, mu: int, finger: bool, times: str = "float64") -> TreeBuild:
     """The :class:`TreeBuild` of a tree of min arity ``mu`` over ``ops`` with ``times`` keys."""
-    python = ops.alloc is PYTHON.alloc
+    python = runs_in_python(ops)
     nrt = ops.jit_call
     if python:
         flat = apart = ops.jit
