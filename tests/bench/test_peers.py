@@ -66,11 +66,12 @@ def test_keyed_points_are_checked_against_pandas_per_thread_count(tmp_path):
 def test_order_statistics_are_checked_against_pandas(tmp_path):
     status = main(["bench", "peers", "--quick", "--peers-rows", "3000", "--peers-windows", "1", "40", "--aggs", "max",
                    "--peers-repeat", "1", "--peers-span-rows", "0", "--peers-cold", "--peers-keys", "0",
-                   "--threads", "1", "--peers-order-aggs", "median", "quantile", "--out", str(tmp_path)])
+                   "--threads", "1", "2", "--peers-order-aggs", "median", "quantile", "--out", str(tmp_path)])
     assert status == 0
     ordered = [r for r in _read(tmp_path / "peers.csv") if r["aggregation"] in ("median", "quantile")]
-    # 2 inputs (clean, 1% NaN) x 2 windows x 2 order statistics x 5 implementations
-    assert len(ordered) == 2 * 2 * 2 * len(peers.IMPLEMENTATIONS)
+    # 2 inputs (clean, 1% NaN) x 2 windows x 2 order statistics x 2 thread counts x 5 implementations
+    assert len(ordered) == 2 * 2 * 2 * 2 * len(peers.IMPLEMENTATIONS)
+    assert {r["threads"] for r in ordered} == {"1", "2"}
     for r in ordered:
         offered = r["implementation"] in ("winagg", "polars", "pandas") or \
             r["implementation"] == "bottleneck" and r["aggregation"] == "median"

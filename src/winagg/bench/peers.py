@@ -424,8 +424,9 @@ def _keyed_points(cfg, extra, bar) -> list:
 ORDER_QUANTILES = {"median": 0.5, "quantile": 0.9}
 
 
-def order_calls(values: np.ndarray, window: int, agg: str) -> dict:
-    """implementation -> a call computing the exact rolling median or 0.9-quantile (linear)."""
+def order_calls(values: np.ndarray, window: int, agg: str, threads=1) -> dict:
+    """implementation -> a call computing the exact rolling median or 0.9-quantile (linear); winagg
+    on ``threads`` threads (None: all), the peers on their own."""
     import bottleneck as bn
     import pandas as pd
     import polars as pl
@@ -439,7 +440,7 @@ def order_calls(values: np.ndarray, window: int, agg: str) -> dict:
     nulls = pl.Series(values, nan_to_null=True)
     return {
         "blockscan": None,
-        "winagg": lambda: rolling(values, window, ours),
+        "winagg": lambda: rolling(values, window, ours, threads=threads),
         "bottleneck": (lambda: bn.move_median(values, window, min_count=1)) if agg == "median" else None,
         "polars": lambda: nulls.rolling_quantile(q, "linear", window_size=window, min_samples=1).to_numpy(),
         "pandas": (lambda: rolled.median().to_numpy()) if agg == "median" else
@@ -448,16 +449,17 @@ def order_calls(values: np.ndarray, window: int, agg: str) -> dict:
 
 
 def _order_statistic_points(cfg, extra, bar) -> list:
-    """The exact median and 0.9-quantile over every row window and NaN share, one thread."""
+    """The exact median and 0.9-quantile over every row window, NaN share and thread count."""
     rows = []
     for share in [0.0] + ([cfg["nan"]] if cfg["nan"] else []):
         values = make_values(cfg["rows"], share)
         for window in cfg["windows"]:
             for agg in cfg["order_aggs"]:
-                bar.set_postfix_str(f"{agg} w={window} NaN={share:.0%}")
-                results = measure(order_calls(values, window, agg), cfg["repeat"])
-                rows += _rows_of("rows", agg, window, share, cfg["rows"], results, extra)
-                bar.update(1)
+                for threads in cfg["threads"]:
+                    bar.set_postfix_str(f"{agg} w={window} NaN={share:.0%} threads={_threads_label(threads)}")
+                    results = measure(order_calls(values, window, agg, threads), cfg["repeat"])
+                    rows += _rows_of("rows", agg, window, share, cfg["rows"], results, extra, threads=threads)
+                    bar.update(1)
     return rows
 
 
@@ -475,7 +477,7 @@ def run(args) -> int:
     shares = [0.0] + ([cfg["nan"]] if cfg["nan"] else [])
     points = len(cfg["threads"]) * (len(shares) * len(cfg["aggs"]) * (len(cfg["windows"]) + (1 if cfg["span_rows"] else 0))
                                     + (2 * len(cfg["keyed_aggs"]) if cfg["keys"] else 0)) \
-        + len(shares) * len(cfg["windows"]) * len(cfg["order_aggs"])
+        + len(shares) * len(cfg["windows"]) * len(cfg["order_aggs"]) * len(cfg["threads"])
     rows = []
 
     def series_points(kind, window, label, calls, share, bar):
