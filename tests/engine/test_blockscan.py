@@ -89,6 +89,22 @@ def test_means_of_numbers_only_divide_by_the_rows(monkeypatch):
         assert np.array_equal(blockscan.rolling(CLEAN, key="mean_f", threads=3, **kwargs), serial), kwargs
 
 
+@pytest.mark.parametrize("row", [0, 3, 80, 155, 156])
+def test_a_mean_counts_values_wherever_its_one_nan_lies(row, monkeypatch):
+    """A mean first takes each window's rows as its count and stops at the first segment with a
+    NaN: a lone NaN in the first segment, a later piece or the last row still leaves every window
+    its count of values, in one piece and on threads."""
+    values = CLEAN.copy()
+    values[row] = np.nan
+    monkeypatch.setattr(pieces, "ROWS_PER_THREAD", 8)
+    for threads in (1, 3):
+        for window in (1, 4, 64):
+            got = blockscan.rolling(values, window, "mean_f", threads=threads)
+            assert same(got, brute_rows(values, window, "mean_f")), (row, window, threads)
+        got = blockscan.rolling(values, None, "mean_f", times=TIMES, span=5, threads=threads)
+        assert same(got, brute_times(values, TIMES, 5, "mean_f")), (row, threads)
+
+
 @pytest.mark.parametrize("key", FLOAT_KEYS)
 def test_given_starts_and_pieces_on_threads(key, monkeypatch):
     # windows cut at "key" boundaries (rows 0, 30, 31, 90): starts jump forward there

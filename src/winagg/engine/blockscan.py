@@ -126,10 +126,11 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
                             lambda rows: (ddof, root, _scratch(9 if width > 0 else 12, rows)))
         extreme_moments(x, starts, width, ddof, root, out, extreme)
         return out
-    if key == "mean_f" and not np.isnan(x).any():
-        key = "mean_rows"  # a window of numbers only: its count is its rows, not a second scan
-    saw_nan = in_pieces(_kernel(key, width > 0), x, starts, width, widest, threads, out,
-                        lambda rows: (_scratch(6, rows),))
+    scratch = lambda rows: (_scratch(6, rows),)  # noqa: E731
+    if key == "mean_f" and not in_pieces(_kernel("mean_rows", width > 0), x, starts, width, widest, threads,
+                                         out, scratch):
+        return out  # no NaN: each window's rows were its count, and no second scan counted them
+    saw_nan = in_pieces(_kernel(key, width > 0), x, starts, width, widest, threads, out, scratch)
     if saw_nan and key != "mean_f":  # a window of NaN only is NaN, not the identity (0, -inf, inf)
         _nan_where_empty(x, starts, width, out)
     return out
@@ -208,7 +209,9 @@ _SCALAR_MONOIDS = {"sum_f": (_sum_lift, _add, 0.0, _no_count, False),
 
 def _build_scan_kernel(lift, combine, identity, finish, counted, rows, by_rows=False):
     """``kernel(x, starts, width, scratch, out, first) -> saw_nan``: rows (``width``) or time windows
-    (``starts``); the answers of the segment starting before row ``first`` are not written."""
+    (``starts``); the answers of the segment starting before row ``first`` are not written.
+    ``by_rows`` (a mean that takes each window's rows as its count) stops at the first segment
+    that holds a NaN, its answers unfinished."""
     segment_end, ROWS, BY_ROWS = _time_segment_end, rows, by_rows
 
     @jitcache.njit(error_model="numpy", nogil=True)
@@ -270,6 +273,9 @@ def _build_scan_kernel(lift, combine, identity, finish, counted, rows, by_rows=F
                     else:
                         out[base + k] = combine(previous[a], p)
                 saw_nan |= segment_nan
+                if BY_ROWS:  # a constant: numba prunes the test from the other kernels
+                    if segment_nan:  # a window may hold fewer values than rows: the counted kernel answers
+                        return True
             suffix[m] = identity  # a window that starts at c takes nothing from the segment before
             suffix_n[m] = 0.0
             previous, suffix = suffix, previous
