@@ -123,7 +123,7 @@ def rolling(values: np.ndarray, window: Optional[int], key: str, times: Optional
     if key in MOMENT_KEYS:
         ddof, root = float(key[-1]), key.startswith("std")
         extreme = in_pieces(_kernel("moments", width > 0), x, starts, width, widest, threads, out,
-                            lambda rows: (ddof, root, _scratch(9 if width > 0 else 12, rows)))
+                            lambda rows: (ddof, root, _scratch(12, rows)))
         extreme_moments(x, starts, width, ddof, root, out, extreme)
         return out
     scratch = lambda rows: (_scratch(6, rows),)  # noqa: E731
@@ -394,7 +394,10 @@ def _build_moments_kernel(rows):
     A partial is empty (count 0) until it reaches K, so K is in every window
     that a non-empty partial serves. ``scratch`` rows 0-2: this segment's prefix
     partials, 3-5: its suffix partials, 6-8: the suffix partials of the segment before,
-    9-11 (time windows): the partials of rows 6-8 each window starts with.
+    9-11 (time windows): the partials of rows 6-8 each window starts with; (row windows) the
+    reciprocals of the two counts and the merge's ``na nb / n`` of a full window at each place
+    of a segment, so that a segment without NaN after a full one merges with one division a row
+    (the same bits as :func:`_window_variance`, which divides each time).
     """
     segment_end, ROWS = _time_segment_end, rows
 
@@ -410,6 +413,15 @@ def _build_moments_kernel(rows):
             prev_n[k] = 0.0
             prev_s1[k] = 0.0
             prev_s2[k] = 0.0
+        inverse_a, inverse_b, weight = scratch[9], scratch[10], scratch[11]  # row windows only
+        if ROWS:
+            for k in range(width):  # window c+k of a full window: width-k-1 rows before c, k+1 from c
+                na = np.float64(width - k - 1)
+                nb_ = np.float64(k + 1)
+                inverse_a[k] = 1.0 / max(na, 1.0)
+                inverse_b[k] = 1.0 / nb_
+                weight[k] = na * nb_ / max(na + nb_, 1.0) if na > 0.0 else 0.0
+        prev_valid = -1.0  # values in the segment before (none before the first)
         prev_shift = 0.0
         c_prev = 0
         extreme = 0  # answers that are NaN or infinite: extreme_moments looks at them again
@@ -458,6 +470,15 @@ def _build_moments_kernel(rows):
             suf_s2[m] = 0.0
             if c < first:  # a piece's lead-in segment: only its suffixes are needed
                 pass
+            elif ROWS and pn == np.float64(m) and prev_valid == np.float64(width):
+                # no NaN here nor in the full segment before: every count is known ahead
+                dof = np.float64(width) - ddof
+                for k in range(m):
+                    v = _full_window_variance(prev_s1[k + one], prev_s2[k + one], prev_shift, pre_s1[k],
+                                              pre_s2[k], pre_shift, inverse_a[k], inverse_b[k], weight[k],
+                                              dof, root)
+                    out[base + k] = v
+                    extreme += not (abs(v) < np.inf)
             elif ROWS:  # window c+k starts at c_prev + k + 1
                 for k in range(m):
                     a = k + one
@@ -484,6 +505,7 @@ def _build_moments_kernel(rows):
             prev_s1, suf_s1 = suf_s1, prev_s1
             prev_s2, suf_s2 = suf_s2, prev_s2
             prev_shift = suf_shift
+            prev_valid = sn
             c_prev = c
             c = e
         return extreme
@@ -508,6 +530,21 @@ def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     if m2 < 0.0:  # rounding; NaN (an infinite value in the window) stays NaN
         m2 = 0.0
     dof = n - ddof
+    if dof <= 0.0:
+        return np.nan
+    return math.sqrt(m2 / dof) if root else m2 / dof
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _full_window_variance(s1a, s2a, ka, s1b, s2b, kb, ra, rb, weight, dof, root):
+    """:func:`_window_variance` of a window whose counts are known: ``ra`` and ``rb`` their
+    reciprocals, ``weight`` = ``na nb / n`` (0 where the segment before gives no value)."""
+    m2a = s2a - s1a * (s1a * ra)
+    m2b = s2b - s1b * (s1b * rb)
+    delta = (kb - ka) + (s1b * rb - s1a * ra) if weight > 0.0 else 0.0
+    m2 = m2a + m2b + delta * delta * weight
+    if m2 < 0.0:
+        m2 = 0.0
     if dof <= 0.0:
         return np.nan
     return math.sqrt(m2 / dof) if root else m2 / dof
