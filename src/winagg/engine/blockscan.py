@@ -416,11 +416,8 @@ def _build_moments_kernel(rows):
         inverse_a, inverse_b, weight = scratch[9], scratch[10], scratch[11]  # row windows only
         if ROWS:
             for k in range(width):  # window c+k of a full window: width-k-1 rows before c, k+1 from c
-                na = np.float64(width - k - 1)
-                nb_ = np.float64(k + 1)
-                inverse_a[k] = 1.0 / max(na, 1.0)
-                inverse_b[k] = 1.0 / nb_
-                weight[k] = na * nb_ / max(na + nb_, 1.0) if na > 0.0 else 0.0
+                inverse_a[k], inverse_b[k], weight[k] = _merge_factors(np.float64(width - k - 1),
+                                                                       np.float64(k + 1))
         prev_valid = -1.0  # values in the segment before (none before the first)
         prev_shift = 0.0
         c_prev = 0
@@ -516,34 +513,31 @@ def _build_moments_kernel(rows):
 # inlined: each kernel calls it once, and a function compiled apart takes the first call through
 # numba's whole pipeline a second time
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def _merge_factors(na, nb_):
+    """``(1/na, 1/nb, na nb / n)`` of two partials' counts, the weight 0 unless both hold values
+    (an empty partial has s1 = s2 = 0, so its M2 comes out as 0)."""
+    weight = na * nb_ / max(na + nb_, 1.0) if na > 0.0 and nb_ > 0.0 else 0.0
+    return 1.0 / max(na, 1.0), 1.0 / max(nb_, 1.0), weight
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _window_variance(na, s1a, s2a, ka, nb_, s1b, s2b, kb, ddof, root):
     """Merge two shifted-sum partials (Chan et al.) and lower to variance or stddev."""
-    ra = 1.0 / max(na, 1.0)  # an empty partial has s1 = s2 = 0, so its M2 comes out as 0
-    rb = 1.0 / max(nb_, 1.0)
-    m2a = s2a - s1a * (s1a * ra)
-    m2b = s2b - s1b * (s1b * rb)
-    n = na + nb_
-    # mean_b - mean_a without forming the means: kb - ka is exact for nearby shifts, so the
-    # offset of the data (1e9 + noise) does not round the difference of the means.
-    delta = (kb - ka) + (s1b * rb - s1a * ra) if na > 0.0 and nb_ > 0.0 else 0.0
-    m2 = m2a + m2b + delta * delta * (na * nb_ / max(n, 1.0))
-    if m2 < 0.0:  # rounding; NaN (an infinite value in the window) stays NaN
-        m2 = 0.0
-    dof = n - ddof
-    if dof <= 0.0:
-        return np.nan
-    return math.sqrt(m2 / dof) if root else m2 / dof
+    ra, rb, weight = _merge_factors(na, nb_)
+    return _full_window_variance(s1a, s2a, ka, s1b, s2b, kb, ra, rb, weight, na + nb_ - ddof, root)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _full_window_variance(s1a, s2a, ka, s1b, s2b, kb, ra, rb, weight, dof, root):
-    """:func:`_window_variance` of a window whose counts are known: ``ra`` and ``rb`` their
-    reciprocals, ``weight`` = ``na nb / n`` (0 where the segment before gives no value)."""
+    """The merge of :func:`_window_variance` with its counts' :func:`_merge_factors` given
+    (computed once per call for full row windows) and ``dof`` = count - ddof."""
     m2a = s2a - s1a * (s1a * ra)
     m2b = s2b - s1b * (s1b * rb)
+    # mean_b - mean_a without forming the means: kb - ka is exact for nearby shifts, so the
+    # offset of the data (1e9 + noise) does not round the difference of the means.
     delta = (kb - ka) + (s1b * rb - s1a * ra) if weight > 0.0 else 0.0
     m2 = m2a + m2b + delta * delta * weight
-    if m2 < 0.0:
+    if m2 < 0.0:  # rounding; NaN (an infinite value in the window) stays NaN
         m2 = 0.0
     if dof <= 0.0:
         return np.nan
